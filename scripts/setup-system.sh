@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs every system package pgolab needs on Debian 12 (bookworm).
+# Idempotent: safe to run again. Needs root (or sudo).
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+# apt-get source / build-dep need deb-src entries; add them for the suites the
+# machine already uses (main suite and updates; the security suite's sources
+# are not served here, so it is left out on purpose).
+SRC_LIST=/etc/apt/sources.list.d/pgolab-src.sources
+if ! grep -rqs '^Types:.*deb-src\|^deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/ ; then
+  echo "pgolab: adding deb-src entry $SRC_LIST"
+  $SUDO tee "$SRC_LIST" >/dev/null <<'SRC'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+
+PACKAGES=(
+  build-essential cmake ninja-build bison flex pkg-config ccache dpkg-dev
+  gcc g++ binutils
+  clang-16 llvm-16 lld-16 bolt-16
+  sysbench mariadb-server mariadb-client
+  postgresql-15 postgresql-client-15
+  valgrind procps xz-utils
+)
+$SUDO apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}"
+
+# Build dependencies of the two source packages pgolab builds.
+$SUDO apt-get build-dep -y -qq mariadb postgresql-15
+
+# PostgreSQL refuses to run as root: pgolab runs it as this unprivileged user.
+if ! id pgolab >/dev/null 2>&1; then
+  $SUDO useradd --system --no-create-home --shell /usr/sbin/nologin pgolab
+fi
+
+# The packaged servers must not run as services: pgolab starts its own
+# private instances; a system instance would only take CPU from benchmarks.
+for svc in mariadb postgresql; do
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
+    $SUDO systemctl stop "$svc" || true
+  fi
+  if command -v service >/dev/null 2>&1; then $SUDO service "$svc" stop >/dev/null 2>&1 || true; fi
+done
+echo "pgolab: system packages installed"

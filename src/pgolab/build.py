@@ -1,0 +1,321 @@
+"""Running a build plan: phases, each recorded with the digest of its inputs.
+
+A re-run skips every phase whose record matches and repeats the rest, so an
+interrupted build continues where it stopped (ninja and make resume their own
+work) and an unchanged one does nothing. For a PGO variant the plan is the
+whole pipeline: instrumented build, training run, profile merge, optimized
+build, a check that the profile was used, and a smoke test of the server.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol
+
+from . import __version__, paths, profiles
+from .errors import PgolabError
+from .runner import Runner
+from .server import ServerProcess, initialize_datadir
+from .sources import SourceTree, tree_digest
+from .targets import target_for
+from .targets.base import chown_tree
+from .toolchains import toolchain as find_toolchain
+from .variants import FlagSet, Variant, flags_for
+from .workloads import TrainingSpec, run_training
+
+NINJA_PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]")
+
+
+class Reporter(Protocol):
+    def phase_started(self, name: str, description: str) -> None: ...
+    def phase_skipped(self, name: str, description: str) -> None: ...
+    def phase_finished(self, name: str, seconds: float) -> None: ...
+    def progress(self, done: int, total: int) -> None: ...
+    def message(self, text: str) -> None: ...
+
+
+class QuietReporter:
+    def phase_started(self, name, description): pass
+    def phase_skipped(self, name, description): pass
+    def phase_finished(self, name, seconds): pass
+    def progress(self, done, total): pass
+    def message(self, text): pass
+
+
+@dataclass
+class BuildRequest:
+    source: SourceTree
+    variant: Variant
+    train: TrainingSpec
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 2)
+    extra_args: list[str] = field(default_factory=list)
+    use_ccache: bool = True
+    smoke: bool = True
+
+
+@dataclass
+class BuildResult:
+    variant_dir: Path
+    server_binary: Path
+    install_dir: Path
+    record: dict
+    up_to_date: bool
+
+
+def variant_dir(source: SourceTree, variant: Variant, source_digest: str) -> Path:
+    return paths.builds_dir() / f"{source.label}-{source_digest[:10]}" / variant.name
+
+
+def _digest(*parts: object) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(json.dumps(p, sort_keys=True, default=str).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+class PhaseState:
+    """state.json: the finished phases, in order, with the digest they ran with."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.data = json.loads(path.read_text()) if path.exists() else {"phases": {}}
+
+    def matches(self, name: str, digest: str) -> bool:
+        return self.data["phases"].get(name, {}).get("digest") == digest
+
+    def record(self, name: str, digest: str, seconds: float, extra: dict | None = None) -> None:
+        self.data["phases"][name] = {"digest": digest, "seconds": round(seconds, 1),
+                                     "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), **(extra or {})}
+        self._save()
+
+    def forget_from(self, name: str, order: list[str]) -> None:
+        """A phase that runs again invalidates every phase after it."""
+        for later in order[order.index(name):]:
+            self.data["phases"].pop(later, None)
+        self._save()
+
+    def _save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=2))
+        tmp.replace(self.path)
+
+
+class Pipeline:
+    def __init__(self, request: BuildRequest, reporter: Reporter):
+        self.request = request
+        self.reporter = reporter
+        self.variant = request.variant
+        self.target = target_for(request.source.server)
+        self.toolchain = find_toolchain(self.variant.compiler)
+        self.source_digest = tree_digest(request.source.path)
+        self.dir = variant_dir(request.source, self.variant, self.source_digest)
+        self.logs = self.dir / "logs"
+        self.profile_dir = self.dir / "profile"
+        self.state: PhaseState | None = None
+        self.ran_any = False
+
+    # -- layout -------------------------------------------------------------
+    def build_dir(self, stage: str) -> Path:
+        return self.dir / stage / "build"
+
+    def install_dir(self, stage: str) -> Path:
+        return self.dir / stage / "install"
+
+    def runner(self, log_name: str, on_line: Callable[[str], None] | None = None) -> Runner:
+        return Runner(self.logs / f"{log_name}.log", on_line=on_line)
+
+    def stage_flags(self, stage: str) -> tuple[Variant, FlagSet]:
+        variant = self.variant.instrumented() if stage == "gen" else self.variant
+        flags = flags_for(variant, self.toolchain, profile_dir=self.profile_dir,
+                          build_dir=self.build_dir(stage))
+        return variant, self.target.adapt_flags(variant, flags)
+
+    # -- phases -------------------------------------------------------------
+    def run(self) -> BuildResult:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        lock = open(self.dir / ".lock", "w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise PgolabError(f"another pgolab process is building {self.variant.name} in {self.dir}",
+                              hint="wait for it to finish")
+        self.state = PhaseState(self.dir / "state.json")
+        versions = self.toolchain.versions()
+        base = _digest(__version__, self.source_digest, self.variant.name, versions,
+                       self.request.extra_args, self.request.source.server)
+        order, steps = self.plan(base)
+        previous = base
+        for name, description, extra_inputs, action in steps:
+            digest = _digest(previous, name, extra_inputs() if callable(extra_inputs) else extra_inputs)
+            if self.state.matches(name, digest):
+                self.reporter.phase_skipped(name, description)
+            else:
+                self.state.forget_from(name, order)
+                self.reporter.phase_started(name, description)
+                started = time.monotonic()
+                extra = action() or {}
+                seconds = time.monotonic() - started
+                self.state.record(name, digest, seconds, extra)
+                self.reporter.phase_finished(name, seconds)
+                self.ran_any = True
+            previous = digest
+        record = self.write_record(versions)
+        return BuildResult(self.dir, self.target.server_binary(self.install_dir("final")),
+                           self.install_dir("final"), record, up_to_date=not self.ran_any)
+
+    def plan(self, base: str):
+        steps = []
+        if self.variant.is_pgo:
+            steps += self.compile_steps("gen", "instrumented")
+            steps += [
+                ("train", f"training run ({self.request.train.label}, {self.request.train.seconds}s)",
+                 self.request.train.digest_input(), self.train),
+                ("merge", "profile merge and statistics", None, self.merge),
+            ]
+            steps += self.compile_steps("final", "optimized", profile_input=True)
+            steps.append(("check-profile", "check that the optimized build used the profile", None,
+                          self.check_profile))
+        else:
+            steps += self.compile_steps("final", "")
+        if self.request.smoke:
+            steps.append(("smoke", "start the server, query it, stop it cleanly", None, self.smoke))
+        return [s[0] for s in steps], steps
+
+    def compile_steps(self, stage: str, label: str, profile_input: bool = False):
+        prefix = "" if stage == "final" else f"{stage}-"
+        variant, flags = self.stage_flags(stage)
+        profile = (lambda: profiles.profile_digest(self.profile_dir, self.variant.compiler)) if profile_input else None
+        what = f"{label} " if label else ""
+        return [
+            (f"{prefix}configure", f"configure {what}build ({variant.name})",
+             profile or flags.as_dict(), lambda: self.configure(stage)),
+            (f"{prefix}build", f"compile {what}build", flags.as_dict(), lambda: self.compile(stage)),
+            (f"{prefix}install", f"install {what}build", None, lambda: self.install(stage)),
+        ]
+
+    def configure(self, stage: str) -> dict:
+        build_dir = self.build_dir(stage)
+        # Always from an empty directory: stale objects would hide a flag or profile change.
+        shutil.rmtree(build_dir, ignore_errors=True)
+        variant, flags = self.stage_flags(stage)
+        runner = self.runner(f"{stage}-configure")
+        use_ccache = self.request.use_ccache and not variant.is_pgo
+        for cmd in self.target.configure(self.request.source.path, build_dir, self.toolchain, flags, variant,
+                                         self.request.extra_args, use_ccache, self.profile_dir):
+            runner.run(cmd.argv, cwd=cmd.cwd, env=cmd.env, what=cmd.what)
+        return {"flags": flags.as_dict()}
+
+    def compile(self, stage: str) -> dict:
+        _, flags = self.stage_flags(stage)
+
+        def on_line(line: str) -> None:
+            if m := NINJA_PROGRESS.match(line):
+                self.reporter.progress(int(m.group(1)), int(m.group(2)))
+        runner = self.runner(f"{stage}-build", on_line)
+        for cmd in self.target.build(self.build_dir(stage), self.request.jobs, flags):
+            runner.run(cmd.argv, cwd=cmd.cwd, env=cmd.env, what=cmd.what)
+        return {}
+
+    def install(self, stage: str) -> dict:
+        _, flags = self.stage_flags(stage)
+        runner = self.runner(f"{stage}-install")
+        self.target.install(self.request.source.path, self.build_dir(stage), self.install_dir(stage), runner, flags)
+        binary = self.target.server_binary(self.install_dir(stage))
+        return {"server_binary": str(binary), "binary_bytes": binary.stat().st_size}
+
+    def installation(self, stage: str):
+        return self.target.installation(self.request.source.path, self.build_dir(stage), self.install_dir(stage))
+
+    def serve(self, stage: str, purpose: str, runner: Runner, env: dict | None = None,
+              data_parent: Path | None = None) -> ServerProcess:
+        installation = self.installation(stage)
+        work = self.dir / purpose
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        # A short private directory for the socket: unix socket paths are limited to 107 bytes.
+        rundir = Path(tempfile.mkdtemp(prefix=f"pgolab-{purpose}-"))
+        if installation.run_as:
+            chown_tree(work, installation.run_as)
+            chown_tree(rundir, installation.run_as)
+        datadir = work / "data"
+        initialize_datadir(installation, datadir, runner)
+        return ServerProcess(installation, datadir, rundir, runner, env=env or {})
+
+    def train(self) -> dict:
+        shutil.rmtree(self.profile_dir, ignore_errors=True)
+        self.profile_dir.mkdir(parents=True)
+        installation = self.installation("gen")
+        if installation.run_as:
+            chown_tree(self.profile_dir, installation.run_as)
+        runner = self.runner("train")
+        env = profiles.runtime_env(self.variant.compiler, self.profile_dir)
+        server = self.serve("gen", "train", runner, env=env)
+        try:
+            with server:
+                run_training(server, self.request.train, runner)
+        finally:
+            shutil.rmtree(server.rundir, ignore_errors=True)
+        stats = profiles.require_raw_profiles(self.profile_dir, self.variant.compiler, server.error_log)
+        self.reporter.message(f"training wrote {stats.describe()}")
+        return {"raw_files": stats.files, "raw_bytes": stats.bytes}
+
+    def merge(self) -> dict:
+        runner = self.runner("merge")
+        result = profiles.merge(self.profile_dir, self.variant.compiler, self.toolchain.profdata, runner)
+        stats = profiles.raw_stats(self.profile_dir, self.variant.compiler)
+        return {**result, "raw_files": stats.files, "raw_bytes": stats.bytes}
+
+    def check_profile(self) -> dict:
+        check = profiles.check_consumed(self.variant.compiler, self.build_dir("final"), self.profile_dir,
+                                        self.logs / "final-build.log")
+        self.reporter.message(f"profile used: {check.describe()}")
+        return check.as_dict()
+
+    def smoke(self) -> dict:
+        runner = self.runner("smoke")
+        server = self.serve("final", "smoke", runner)
+        try:
+            with server:
+                version = server.query(server.installation.version_sql(), what="version query")
+        finally:
+            shutil.rmtree(server.rundir, ignore_errors=True)
+        self.reporter.message(f"server answered: {version}")
+        return {"version": version}
+
+    def write_record(self, versions: dict) -> dict:
+        assert self.state is not None
+        phases = self.state.data["phases"]
+        record = {
+            "variant": self.variant.name,
+            "description": self.variant.describe(),
+            "server": self.request.source.server,
+            "source": {"path": str(self.request.source.path), "version": self.request.source.version,
+                       "digest": self.source_digest},
+            "toolchain": versions,
+            "flags": {stage: self.stage_flags(stage)[1].as_dict()
+                      for stage in (["gen", "final"] if self.variant.is_pgo else ["final"])},
+            "training": self.request.train.label if self.variant.is_pgo else None,
+            "server_binary": str(self.target.server_binary(self.install_dir("final"))),
+            "install_dir": str(self.install_dir("final")),
+            "logs": str(self.logs),
+            "phases": {k: {"seconds": v["seconds"], "finished": v["finished"]} for k, v in phases.items()},
+            "build_seconds": round(sum(v["seconds"] for v in phases.values()), 1),
+            "profile": {k: phases[k] for k in ("merge", "check-profile") if k in phases},
+            "smoke": phases.get("smoke", {}).get("version"),
+        }
+        (self.dir / "build.json").write_text(json.dumps(record, indent=2))
+        return record
+
+
+def build(request: BuildRequest, reporter: Reporter | None = None) -> BuildResult:
+    return Pipeline(request, reporter or QuietReporter()).run()

@@ -1,0 +1,184 @@
+"""The command line: parses arguments, shows progress, calls the modules that do the work."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import paths, sources, toolchains
+from . import variants as variants_mod
+from .build import BuildRequest, build as run_build
+from .errors import PgolabError
+from .runner import Runner
+from .server import stop_all
+from .workloads import parse_train
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Build database servers with LTO and PGO, train them, and prove the result.")
+console = Console(stderr=True)
+out = Console()
+
+
+class RichReporter:
+    """Phase, ninja's [n/N] step count and elapsed time, on one live line per phase."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.task = None
+
+    def phase_started(self, name, description):
+        self.task = self.progress.add_task(f"{name}: {description}", total=None)
+
+    def phase_skipped(self, name, description):
+        self.progress.console.print(f"[dim]✓ {name}: {description} (up to date, skipped)[/dim]")
+
+    def phase_finished(self, name, seconds):
+        if self.task is not None:
+            self.progress.update(self.task, completed=1, total=1)
+            self.progress.stop_task(self.task)
+        self.progress.console.print(f"[green]✓[/green] {name} ({seconds:.0f}s)")
+
+    def progress(self, done, total):
+        if self.task is not None:
+            self.progress.update(self.task, completed=done, total=total)
+
+    def message(self, text):
+        self.progress.console.print(f"  {text}")
+
+
+def _on_sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        app()
+    except PgolabError as exc:
+        console.print(f"[bold red]error:[/bold red] {exc}", markup=True, highlight=False)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/yellow]: finished phases are kept; run the same command to continue")
+        sys.exit(130)
+    finally:
+        stop_all()
+
+
+def _runner(name: str) -> Runner:
+    return Runner(paths.home() / "logs" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.log")
+
+
+def _resolve_source(source: str) -> sources.SourceTree:
+    """A source directory, a tarball, or a server name to fetch from Debian."""
+    if source in sources.DEBIAN_SOURCE_PACKAGES and not Path(source).exists():
+        return sources.fetch_debian(source, None, _runner("source"))
+    return sources.detect(Path(source))
+
+
+@app.command()
+def doctor() -> None:
+    """List every tool the pipeline needs, its version, and the package for a missing one."""
+    table = Table(title="pgolab doctor")
+    for col in ("tool", "program", "version", "Debian package", "needed for"):
+        table.add_column(col)
+    missing = []
+    for name, program, version, package, needed in toolchains.doctor_rows():
+        shown = version if version else "[red]missing[/red]"
+        table.add_row(name, program, shown, package, needed)
+        if not version:
+            missing.append(package)
+    out.print(table)
+    out.print(f"pgolab home: {paths.home()}  (override with PGOLAB_HOME)")
+    if missing:
+        out.print(f"[red]missing:[/red] apt-get install {' '.join(dict.fromkeys(missing))}"
+                  "   (or run scripts/setup-system.sh)")
+        raise typer.Exit(1)
+    out.print("[green]all tools present[/green]")
+
+
+@app.command()
+def source(server: str = typer.Argument(..., help="mariadb or postgresql (fetched from Debian), "
+                                                  "or a directory/tarball to recognise"),
+           version: Optional[str] = typer.Option(None, "--version", help="Debian or upstream version")) -> None:
+    """Get a source tree from Debian's source packages (or recognise one you have) and print its path."""
+    if Path(server).exists():
+        tree = sources.detect(Path(server))
+    else:
+        tree = sources.fetch_debian(server, version, _runner("source"))
+    console.print(f"{tree.server} {tree.version}")
+    out.print(str(tree.path))
+
+
+@app.command("variants")
+def list_variants(all_: bool = typer.Option(False, "--all", help="every combination of the axes, "
+                                                                  "not only the 20 published builds"),
+                  as_json: bool = typer.Option(False, "--json")) -> None:
+    """List the build variants: name, axes and the flags each adds."""
+    from .toolchains import Toolchain
+    rows = variants_mod.all_variants() if all_ else variants_mod.published()
+    placeholder = {c: Toolchain(c, c, c, f"{c}-ar", f"{c}-ranlib", f"{c}-nm", None) for c in variants_mod.COMPILERS}
+    data = []
+    for v in rows:
+        flags = variants_mod.flags_for(v, placeholder[v.compiler], profile_dir=Path("/PROFILE"),
+                                       build_dir=Path("/BUILD"))
+        data.append({"name": v.name, "compiler": v.compiler, "o2nofp": v.o2nofp, "native": v.native,
+                     "lto": v.lto, "pgo": v.pgo, "description": v.describe(),
+                     "flags": " ".join(flags.compile + flags.link)})
+    if as_json:
+        out.print_json(json.dumps(data))
+        return
+    table = Table(title=f"{len(data)} variants (flags are added after CMAKE_BUILD_TYPE=Release's -O3 -DNDEBUG)")
+    for col in ("name", "compiler", "description", "added flags"):
+        table.add_column(col, overflow="fold")
+    for d in data:
+        table.add_row(d["name"], d["compiler"], d["description"], d["flags"])
+    out.print(table)
+
+
+@app.command("build")
+def build_cmd(
+    source_arg: str = typer.Argument(..., metavar="SOURCE",
+                                     help="source directory, tarball, or mariadb/postgresql to fetch"),
+    variant: List[str] = typer.Option(["rel_o2nofp"], "--variant", "-v", help="variant name (repeatable)"),
+    train: str = typer.Option("sysbench", "--train", help="training load: sysbench, none, script:PATH"),
+    train_seconds: int = typer.Option(150, "--train-seconds", help="length of the training run"),
+    jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j"),
+    cmake_arg: List[str] = typer.Option([], "--cmake-arg", help="extra configure argument (repeatable)"),
+    no_ccache: bool = typer.Option(False, "--no-ccache"),
+    no_smoke: bool = typer.Option(False, "--no-smoke", help="skip starting and querying the built server"),
+    as_json: bool = typer.Option(False, "--json", help="print the build record as JSON"),
+) -> None:
+    """Build variants; a PGO variant runs the whole pipeline (instrument, train, merge, optimize)."""
+    tree = _resolve_source(source_arg)
+    spec = parse_train(train, train_seconds)
+    parsed = [variants_mod.parse(v) for v in variant]
+    console.print(f"source: {tree.server} {tree.version} at {tree.path}")
+    records = []
+    for v in parsed:
+        console.rule(f"{v.name}: {v.describe()}")
+        request = BuildRequest(tree, v, spec, jobs=jobs, extra_args=list(cmake_arg),
+                               use_ccache=not no_ccache, smoke=not no_smoke)
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console, transient=False) as progress:
+            result = run_build(request, RichReporter(progress))
+        if result.up_to_date:
+            console.print(f"[green]{v.name} is up to date[/green]: inputs unchanged, nothing to do")
+        records.append(result.record)
+        console.print(f"server binary: {result.server_binary}")
+        console.print(f"installed tree: {result.install_dir}")
+        console.print(f"logs: {result.variant_dir / 'logs'}   record: {result.variant_dir / 'build.json'}")
+    if as_json:
+        out.print_json(json.dumps(records))
+    else:
+        for r in records:
+            out.print(r["server_binary"])

@@ -1,0 +1,33 @@
+"""Where pgolab keeps sources, builds and results."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def home() -> Path:
+    """pgolab's cache root.
+
+    Override with PGOLAB_HOME. As root the default is /var/cache/pgolab rather
+    than ~/.cache: PostgreSQL refuses to run as root, so its server runs as an
+    unprivileged user that must be able to reach the install tree.
+    """
+    if env := os.environ.get("PGOLAB_HOME"):
+        return Path(env).absolute()
+    if os.geteuid() == 0:
+        return Path("/var/cache/pgolab")
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pgolab"
+
+
+def sources_dir() -> Path:
+    return home() / "sources"
+
+
+def builds_dir() -> Path:
+    return home() / "builds"
+
+
+def runs_dir() -> Path:
+    return home() / "runs"

@@ -1,0 +1,180 @@
+"""Server processes: initialise a data directory, start, wait for ready, query, stop cleanly.
+
+Profiles are written only when the server exits normally, so stopping always
+goes through the server's own shutdown and waits for the process and its exit
+status; a forced kill is the last resort and is reported as such.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import PgolabError
+from .runner import Runner, as_user_kwargs
+from .targets.base import chown_tree
+
+LOG_TAIL_LINES = 40
+_LIVE: set["ServerProcess"] = set()
+
+
+def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return f"(no log at {path})"
+
+
+def initialize_datadir(installation, datadir: Path, runner: Runner) -> None:
+    """A fresh data directory (an unfinished one from an interrupted run is replaced)."""
+    datadir = datadir.absolute()
+    marker = datadir.parent / (datadir.name + ".initialized")
+    if marker.exists() and datadir.is_dir():
+        return
+    shutil.rmtree(datadir, ignore_errors=True)
+    datadir.parent.mkdir(parents=True, exist_ok=True)
+    if installation.run_as:
+        datadir.mkdir(mode=0o700)
+        chown_tree(datadir, installation.run_as)
+    for cmd in installation.init_commands(datadir):
+        runner.run(cmd.argv, cwd=cmd.cwd or datadir.parent, env=cmd.env, what=cmd.what,
+                   user=installation.run_as)
+    marker.touch()
+
+
+@dataclass(eq=False)
+class ServerProcess:
+    installation: object
+    datadir: Path
+    rundir: Path
+    runner: Runner
+    options: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen | None = None
+
+    @property
+    def error_log(self) -> Path:
+        return self.installation.error_log(self.rundir)
+
+    def start(self, timeout: float = 180) -> None:
+        self.rundir.mkdir(parents=True, exist_ok=True)
+        self._remove_leftovers()
+        if self.installation.run_as:
+            chown_tree(self.rundir, self.installation.run_as)
+        argv = self.installation.start_argv(self.datadir, self.rundir, self.options)
+        self.runner._header(f"\n### start server: {' '.join(argv)}\n### env: {self.env}\n")
+        # mariadbd writes its own --log-error file; postgres logs to stderr.
+        out = open(self.rundir / "server.out", "ab")
+        err = open(self.error_log, "ab") if self.installation.server == "postgresql" else subprocess.STDOUT
+        self.proc = subprocess.Popen(argv, stdout=out, stderr=err,
+                                     stdin=subprocess.DEVNULL, cwd=self.datadir.parent,
+                                     env={**os.environ, **self.env}, start_new_session=True,
+                                     **as_user_kwargs(self.installation.run_as))
+        _LIVE.add(self)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                _LIVE.discard(self)
+                raise PgolabError(f"{self.installation.server} server exited during start-up "
+                                  f"(exit {self.proc.returncode})",
+                                  detail=f"error log tail:\n{tail(self.error_log)}\n{tail(self.rundir / 'server.out', 10)}",
+                                  log=self.error_log, hint="fix the cause shown in the error log and run again")
+            if self.installation.socket(self.rundir).exists():
+                result = self.runner.run(self.installation.client_argv(self.rundir, "SELECT 1"), check=False,
+                                         what="readiness check")
+                if result.returncode == 0:
+                    return
+            time.sleep(0.5)
+        self.kill()
+        raise PgolabError(f"{self.installation.server} server not ready after {timeout:.0f}s",
+                          detail=f"error log tail:\n{tail(self.error_log)}", log=self.error_log,
+                          hint="the server was stopped; look at the error log")
+
+    def query(self, sql: str, database: str | None = None, what: str = "query") -> str:
+        self.check_alive()
+        result = self.runner.run(self.installation.client_argv(self.rundir, sql, database), what=what,
+                                 check=False)
+        if result.returncode != 0:
+            self.check_alive()
+            raise PgolabError(f"{what} failed: {sql[:80]}", detail=result.output[-2000:], log=self.runner.log_path)
+        return result.output.strip()
+
+    def check_alive(self) -> None:
+        """Report a crashed server with its error log."""
+        if self.proc is not None and self.proc.poll() is not None:
+            code = self.proc.returncode
+            _LIVE.discard(self)
+            raise PgolabError(f"{self.installation.server} server died (exit {code})",
+                              detail=f"error log tail:\n{tail(self.error_log)}", log=self.error_log,
+                              hint="a crash in an instrumented build writes no profile; fix the cause and run again")
+
+    def stop(self, timeout: float = 300) -> int:
+        """Clean shutdown through the server's own command; returns its exit status."""
+        if self.proc is None or self.proc.poll() is not None:
+            _LIVE.discard(self)
+            return self.proc.returncode if self.proc else 0
+        argv = self.installation.shutdown_argv(self.rundir, self.datadir)
+        self.runner.run(argv, check=False, what="shutdown", user=self.installation.run_as)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # SIGTERM is still a normal shutdown for both servers, so profiles get written.
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                code = self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise PgolabError("server did not stop; killed it (its profile is lost)",
+                                  detail=tail(self.error_log), log=self.error_log)
+        _LIVE.discard(self)
+        self._remove_leftovers()
+        if code != 0:
+            raise PgolabError(f"server exited with status {code} on shutdown",
+                              detail=f"error log tail:\n{tail(self.error_log)}", log=self.error_log,
+                              hint="an unclean exit may not write the profile; look at the error log")
+        return code
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        _LIVE.discard(self)
+        self._remove_leftovers()
+
+    def _remove_leftovers(self) -> None:
+        for name in ("mysqld.sock", "mysqld.sock.lock", "server.pid"):
+            (self.rundir / name).unlink(missing_ok=True)
+        sock = self.installation.socket(self.rundir)
+        sock.unlink(missing_ok=True)
+        Path(str(sock) + ".lock").unlink(missing_ok=True)
+
+    def __enter__(self) -> "ServerProcess":
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.stop()
+            return
+        # On an error or Ctrl-C, still try a clean stop (it keeps the profile), then kill.
+        try:
+            self.stop(timeout=60)
+        except BaseException:
+            self.kill()
+
+
+def stop_all() -> None:
+    """Leave no server behind (called on exit and on SIGTERM)."""
+    for server in list(_LIVE):
+        try:
+            server.stop(timeout=30)
+        except BaseException:
+            server.kill()

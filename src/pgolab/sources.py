@@ -1,0 +1,205 @@
+"""Source trees: fetch from Debian, unpack a tarball, recognise which server a tree is."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import paths
+from .errors import PgolabError
+from .runner import Runner
+
+# Server name -> Debian source package.
+DEBIAN_SOURCE_PACKAGES = {"mariadb": "mariadb", "postgresql": "postgresql-15"}
+SUPPORTED = "MariaDB 10.x/11.x, MySQL 8.0/8.4, PostgreSQL"
+
+
+@dataclass(frozen=True)
+class SourceTree:
+    path: Path
+    server: str    # mariadb | mysql | postgresql
+    version: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.server}-{self.version}"
+
+
+def _read_keyvals(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text(errors="replace").splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip().strip('"')
+    return out
+
+
+def _mysql_like_version(tree: Path) -> tuple[str, str] | None:
+    """(server, version) for a MariaDB or MySQL tree, from the tree's own files."""
+    for name in ("MYSQL_VERSION", "VERSION"):
+        f = tree / name
+        if f.is_file():
+            kv = _read_keyvals(f)
+            if "MYSQL_VERSION_MAJOR" in kv:
+                version = ".".join(kv.get(k, "0") for k in
+                                   ("MYSQL_VERSION_MAJOR", "MYSQL_VERSION_MINOR", "MYSQL_VERSION_PATCH"))
+                if not (tree / "sql").is_dir():
+                    return None
+                # Aria (storage/maria) exists only in MariaDB.
+                server = "mariadb" if (tree / "storage" / "maria").is_dir() else "mysql"
+                return server, version
+    return None
+
+
+def _postgresql_version(tree: Path) -> str | None:
+    conf = tree / "configure.ac"
+    if not (conf.is_file() and (tree / "src" / "backend" / "postmaster").is_dir()):
+        return None
+    match = re.search(r"AC_INIT\(\[PostgreSQL\],\s*\[([^\]]+)\]", conf.read_text(errors="replace"))
+    return match.group(1) if match else None
+
+
+def detect(path: Path) -> SourceTree:
+    """Say which server a source tree is, or refuse it with a clear message."""
+    path = path.expanduser().absolute()
+    if not path.exists():
+        raise PgolabError(f"source not found: {path}",
+                          hint="pass a source directory or tarball, or fetch one with `pgolab source mariadb`")
+    if path.is_file():
+        return detect(unpack_tarball(path))
+    if found := _mysql_like_version(path):
+        return SourceTree(path, *found)
+    if version := _postgresql_version(path):
+        return SourceTree(path, "postgresql", version)
+    # A tarball unpacked one level too high: a single sub-directory holding the tree.
+    subdirs = [p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    if len(subdirs) == 1 and not (path / "CMakeLists.txt").exists():
+        try:
+            return detect(subdirs[0])
+        except PgolabError:
+            pass
+    raise PgolabError(
+        f"{path} is not a supported server source tree",
+        detail=f"looked for MariaDB/MySQL (VERSION or MYSQL_VERSION with MYSQL_VERSION_MAJOR, and sql/) "
+               f"and PostgreSQL (configure.ac with AC_INIT([PostgreSQL], ...)); supported: {SUPPORTED}",
+        hint="point --source at the top of the unpacked tree, or fetch one with `pgolab source mariadb`")
+
+
+def unpack_tarball(tarball: Path) -> Path:
+    """Unpack a source tarball into the cache once; return the unpacked directory."""
+    if not tarfile.is_tarfile(tarball):
+        raise PgolabError(f"{tarball} is neither a directory nor a tar archive",
+                          hint="pass the unpacked source directory or a .tar.gz/.tar.xz/.tar.bz2")
+    digest = file_digest(tarball)[:12]
+    dest = paths.sources_dir() / f"{_stem(tarball.name)}-{digest}"
+    done = dest / ".pgolab-unpacked"
+    if not done.exists():
+        tmp = dest.with_name(dest.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        with tarfile.open(tarball) as tf:
+            tf.extractall(tmp, filter="data")
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
+        done.touch()
+    entries = [p for p in dest.iterdir() if not p.name.startswith(".pgolab")]
+    return entries[0] if len(entries) == 1 and entries[0].is_dir() else dest
+
+
+def _stem(name: str) -> str:
+    return re.sub(r"(\.tar)?\.(gz|xz|bz2|zst|tgz)$|\.tar$", "", name)
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def tree_digest(tree: Path) -> str:
+    """A fast fingerprint of a source tree: every file's path, size and mtime.
+
+    Content hashing a 300 MB tree on every build would cost more than it saves;
+    an edit changes the mtime, which is what a rebuild decision needs.
+    """
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(tree):
+        dirs[:] = sorted(d for d in dirs if d not in (".git", "__pycache__"))
+        for name in sorted(files):
+            p = Path(root, name)
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            h.update(f"{p.relative_to(tree)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+# --- Debian source packages -------------------------------------------------
+
+def listed_versions(package: str, runner: Runner) -> list[str]:
+    """Versions of a source package apt knows, newest first."""
+    out = runner.run(["apt-cache", "showsrc", package], check=False, what="apt-cache showsrc").output
+    versions = re.findall(r"^Version:\s*(\S+)", out, flags=re.M)
+    if not versions:
+        raise PgolabError(f"apt knows no source package {package!r}",
+                          hint="run scripts/setup-system.sh (it adds a deb-src entry and runs apt-get update)")
+    # apt-cache lists them in its own order; sort with dpkg's comparison.
+    import functools
+    import subprocess
+
+    def cmp(a: str, b: str) -> int:
+        if subprocess.run(["dpkg", "--compare-versions", a, "gt", b]).returncode == 0:
+            return -1
+        return 0 if a == b else 1
+    return sorted(dict.fromkeys(versions), key=functools.cmp_to_key(cmp))
+
+
+def fetch_debian(server: str, version: str | None, runner: Runner) -> SourceTree:
+    """apt-get source, falling back through listed versions until one downloads."""
+    if server not in DEBIAN_SOURCE_PACKAGES:
+        raise PgolabError(f"pgolab cannot fetch {server} sources from Debian",
+                          hint=f"bring the tree yourself: --source DIR or a tarball "
+                               f"(Debian packages only {', '.join(DEBIAN_SOURCE_PACKAGES)})")
+    package = DEBIAN_SOURCE_PACKAGES[server]
+    candidates = listed_versions(package, runner)
+    if version:
+        matching = [v for v in candidates if v == version or _upstream(v) == version]
+        if not matching:
+            raise PgolabError(f"version {version} of {package} is not listed by apt",
+                              hint=f"listed: {', '.join(candidates)}")
+        candidates = matching
+    errors = []
+    for v in candidates:
+        dest = paths.sources_dir() / f"{package}_{_upstream(v)}"
+        done = dest / ".pgolab-debian-version"
+        if done.exists() and done.read_text().strip() == v:
+            return detect(dest)
+        download = paths.sources_dir() / "downloads" / f"{package}_{v.replace(':', '_')}"
+        download.mkdir(parents=True, exist_ok=True)
+        result = runner.run(["apt-get", "source", "--download-only", f"{package}={v}"], cwd=download,
+                            check=False, what="apt-get source")
+        dscs = list(download.glob("*.dsc"))
+        if result.returncode != 0 or not dscs:
+            # Typically the security suite: listed, but its sources are not served.
+            errors.append(f"{v}: download failed")
+            continue
+        shutil.rmtree(dest, ignore_errors=True)
+        runner.run(["dpkg-source", "--no-check", "-x", dscs[0], dest], what="dpkg-source -x")
+        done.write_text(v + "\n")
+        return detect(dest)
+    raise PgolabError(f"no listed version of {package} could be downloaded",
+                      detail="\n".join(errors), log=runner.log_path,
+                      hint="check the deb-src entries (scripts/setup-system.sh) or bring a tree with --source")
+
+
+def _upstream(debian_version: str) -> str:
+    v = debian_version.split(":", 1)[-1]
+    return v.rsplit("-", 1)[0]

@@ -1,0 +1,80 @@
+"""What every server recipe provides: build commands and a runnable installation."""
+
+from __future__ import annotations
+
+import os
+import pwd
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import PgolabError
+from ..variants import FlagSet
+
+
+@dataclass
+class Cmd:
+    """One external command of a build phase."""
+
+    argv: list[str]
+    cwd: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    what: str = ""
+
+
+def cmake_flags_include(flags: FlagSet) -> str:
+    """A CMake project-include that *appends* pgolab's flags after the build type's.
+
+    CMAKE_PROJECT_INCLUDE runs right after project() has filled in the build
+    type's defaults (-O3 -DNDEBUG for Release), so appending here keeps them and
+    lets a later -O2 win; replacing CMAKE_<LANG>_FLAGS_<TYPE> would drop -DNDEBUG.
+    """
+    compile_flags = " ".join(flags.compile)
+    link_flags = " ".join(flags.link)
+    return f"""# Written by pgolab: adds flags after the build type's own; replaces nothing.
+include_guard(GLOBAL)
+string(TOUPPER "${{CMAKE_BUILD_TYPE}}" _pgolab_bt)
+foreach(_pgolab_lang C CXX)
+  string(APPEND CMAKE_${{_pgolab_lang}}_FLAGS_${{_pgolab_bt}} " {compile_flags}")
+endforeach()
+foreach(_pgolab_kind EXE SHARED MODULE)
+  string(APPEND CMAKE_${{_pgolab_kind}}_LINKER_FLAGS_${{_pgolab_bt}} " {link_flags}")
+endforeach()
+message(STATUS "pgolab: added compile flags: {compile_flags}")
+message(STATUS "pgolab: added link flags: {link_flags}")
+"""
+
+
+def cmake_tool_args(flags: FlagSet) -> list[str]:
+    mapping = {"AR": "CMAKE_AR", "RANLIB": "CMAKE_RANLIB", "NM": "CMAKE_NM"}
+    args = []
+    for key, var in mapping.items():
+        if key in flags.tools:
+            args.append(f"-D{var}={flags.tools[key]}")
+            # CMake uses these for static libraries when it knows it compiles with LTO.
+            args += [f"-DCMAKE_C_COMPILER_{key}={flags.tools[key]}",
+                     f"-DCMAKE_CXX_COMPILER_{key}={flags.tools[key]}"] if key != "NM" else []
+    return args
+
+
+def unprivileged_user() -> str | None:
+    """The user a server that refuses root runs as, or None when not root."""
+    if os.geteuid() != 0:
+        return None
+    name = os.environ.get("PGOLAB_SERVER_USER", "pgolab")
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        raise PgolabError(f"running as root, and user {name!r} (for servers that refuse root) does not exist",
+                          hint="run scripts/setup-system.sh (creates it) or `useradd --system pgolab`, "
+                               "or set PGOLAB_SERVER_USER")
+    return name
+
+
+def chown_tree(path: Path, user: str | None) -> None:
+    if user is None:
+        return
+    entry = pwd.getpwnam(user)
+    for root, dirs, files in os.walk(path):
+        os.chown(root, entry.pw_uid, entry.pw_gid)
+        for name in files:
+            os.chown(os.path.join(root, name), entry.pw_uid, entry.pw_gid)

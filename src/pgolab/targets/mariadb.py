@@ -1,0 +1,169 @@
+"""MariaDB: a minimal server build, and how to run one (built or Debian's)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import PgolabError
+from ..runner import Runner
+from ..variants import FlagSet, Variant
+from .base import Cmd, cmake_flags_include, cmake_tool_args
+
+# The one place that says what a pgolab MariaDB build leaves out. InnoDB, Aria
+# and MyISAM stay; edit this list (or pass --cmake-arg) to change it.
+MARIADB_CMAKE_OPTIONS: dict[str, str] = {
+    "PLUGIN_ROCKSDB": "NO",
+    "PLUGIN_MROONGA": "NO",
+    "PLUGIN_SPIDER": "NO",
+    "PLUGIN_CONNECT": "NO",
+    "PLUGIN_S3": "NO",
+    "PLUGIN_COLUMNSTORE": "NO",
+    "PLUGIN_OQGRAPH": "NO",
+    "PLUGIN_SPHINX": "NO",
+    "PLUGIN_TOKUDB": "NO",
+    "PLUGIN_AUTH_GSSAPI": "NO",
+    "PLUGIN_AUTH_PAM": "NO",
+    "WITH_UNIT_TESTS": "OFF",
+    "WITH_EMBEDDED_SERVER": "OFF",
+    "WITH_WSREP": "OFF",
+    "WITH_MARIABACKUP": "OFF",
+    # System libraries: the bundled PCRE is built as an external project with
+    # flags of its own, which would not get pgolab's flags.
+    "WITH_PCRE": "system",
+    "WITH_SSL": "system",
+    "WITH_ZLIB": "system",
+}
+
+# The server, and what initialising and administering a data directory needs.
+MARIADB_NINJA_TARGETS = ["mariadbd", "mariadb", "mariadb-admin", "my_print_defaults", "resolveip",
+                         "scripts/mysql_sys_schema.sql", "scripts/maria_add_gis_sp_bootstrap.sql"]
+
+
+class MariaDBTarget:
+    server = "mariadb"
+    server_program = "mariadbd"
+
+    def adapt_flags(self, variant: Variant, flags: FlagSet) -> FlagSet:
+        """Flags this recipe passes as given (MySQL swaps some for its own options)."""
+        return flags
+
+    def configure(self, tree: Path, build_dir: Path, toolchain, flags: FlagSet, variant: Variant,
+                  extra_args: list[str], use_ccache: bool, profile_dir: Path | None = None) -> list[Cmd]:
+        include = build_dir / "pgolab-flags.cmake"
+        build_dir.mkdir(parents=True, exist_ok=True)
+        include.write_text(cmake_flags_include(flags))
+        argv = ["cmake", "-S", str(tree), "-B", str(build_dir), "-G", "Ninja",
+                "-DCMAKE_BUILD_TYPE=Release",
+                f"-DCMAKE_C_COMPILER={toolchain.cc}", f"-DCMAKE_CXX_COMPILER={toolchain.cxx}",
+                f"-DCMAKE_PROJECT_INCLUDE={include}"]
+        argv += cmake_tool_args(flags)
+        argv += self.recipe_options(variant, tree, profile_dir)
+        if use_ccache and shutil.which("ccache"):
+            argv += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
+        argv += extra_args
+        return [Cmd(argv, what="cmake configure")]
+
+    def recipe_options(self, variant: Variant, tree: Path, profile_dir: Path | None) -> list[str]:
+        return [f"-D{k}={v}" for k, v in MARIADB_CMAKE_OPTIONS.items()]
+
+    def build(self, build_dir: Path, jobs: int, flags: FlagSet) -> list[Cmd]:
+        return [Cmd(["ninja", "-C", str(build_dir), f"-j{jobs}", *self.ninja_targets(build_dir)],
+                    what="ninja build")]
+
+    def ninja_targets(self, build_dir: Path) -> list[str]:
+        return MARIADB_NINJA_TARGETS
+
+    def install(self, tree: Path, build_dir: Path, install_dir: Path, runner: Runner,
+                flags: FlagSet) -> None:
+        """A small relocatable tree: bin/ with the server and its tools, share/ with messages."""
+        shutil.rmtree(install_dir, ignore_errors=True)
+        (install_dir / "bin").mkdir(parents=True)
+        programs = {"sql/mariadbd": "mariadbd", "client/mariadb": "mariadb",
+                    "client/mariadb-admin": "mariadb-admin", "extra/my_print_defaults": "my_print_defaults",
+                    "extra/resolveip": "resolveip"}
+        for rel, name in programs.items():
+            src = build_dir / rel
+            if not src.exists():
+                raise PgolabError(f"build produced no {rel}", log=runner.log_path,
+                                  hint="the build did not finish; run the same command again")
+            shutil.copy2(src, install_dir / "bin" / name)
+        shutil.copytree(build_dir / "sql" / "share", install_dir / "share", symlinks=True)
+        (install_dir / "pgolab-source").write_text(f"{tree}\n{build_dir}\n")
+
+    def server_binary(self, install_dir: Path) -> Path:
+        return install_dir / "bin" / "mariadbd"
+
+    def installation(self, tree: Path, build_dir: Path, install_dir: Path) -> "MariaDBInstallation":
+        return MariaDBInstallation(server_binary=self.server_binary(install_dir),
+                                   bin_dir=install_dir / "bin",
+                                   lc_messages_dir=install_dir / "share",
+                                   install_db=[str(build_dir / "scripts" / "mariadb-install-db"),
+                                               f"--srcdir={tree}", f"--builddir={build_dir}"])
+
+
+@dataclass
+class MariaDBInstallation:
+    """A runnable mariadbd with the tools to initialise and stop it."""
+
+    server_binary: Path
+    bin_dir: Path
+    lc_messages_dir: Path | None
+    install_db: list[str]
+    server: str = "mariadb"
+    run_as: str | None = None   # mariadbd runs as root with --user=root
+
+    @classmethod
+    def system(cls, binary: Path = Path("/usr/sbin/mariadbd")) -> "MariaDBInstallation":
+        """Debian's packaged server."""
+        if not binary.exists():
+            raise PgolabError(f"{binary} not found", hint="apt-get install mariadb-server")
+        return cls(server_binary=binary, bin_dir=Path("/usr/bin"), lc_messages_dir=None,
+                   install_db=["/usr/bin/mariadb-install-db", "--basedir=/usr"])
+
+    def _tool(self, name: str) -> str:
+        own = self.bin_dir / name
+        return str(own) if own.exists() else (shutil.which(name) or name)
+
+    def user_args(self) -> list[str]:
+        return ["--user=root"] if os.geteuid() == 0 else []
+
+    def init_commands(self, datadir: Path) -> list[Cmd]:
+        return [Cmd([*self.install_db, "--no-defaults", f"--datadir={datadir}",
+                     "--auth-root-authentication-method=normal", "--skip-test-db",
+                     "--skip-name-resolve", *self.user_args()], what="mariadb-install-db")]
+
+    def start_argv(self, datadir: Path, rundir: Path, options: list[str]) -> list[str]:
+        argv = [str(self.server_binary), "--no-defaults", f"--datadir={datadir}",
+                f"--socket={self.socket(rundir)}", "--skip-networking",
+                f"--pid-file={rundir / 'server.pid'}", f"--log-error={self.error_log(rundir)}",
+                "--innodb-buffer-pool-size=512M", *self.user_args()]
+        if self.lc_messages_dir:
+            argv.append(f"--lc-messages-dir={self.lc_messages_dir}")
+        return argv + options
+
+    def socket(self, rundir: Path) -> Path:
+        return rundir / "mysqld.sock"
+
+    def error_log(self, rundir: Path) -> Path:
+        return rundir / "error.log"
+
+    def client_argv(self, rundir: Path, sql: str, database: str | None = None) -> list[str]:
+        argv = [self._tool("mariadb"), "--no-defaults", f"--socket={self.socket(rundir)}", "-uroot",
+                "--batch", "--skip-column-names", "-e", sql]
+        return argv + ([database] if database else [])
+
+    def shutdown_argv(self, rundir: Path, datadir: Path) -> list[str]:
+        return self.client_argv(rundir, "SHUTDOWN")
+
+    def create_database_sql(self, name: str) -> str:
+        return f"CREATE DATABASE IF NOT EXISTS {name}"
+
+    def sysbench_args(self, rundir: Path, database: str) -> list[str]:
+        return ["--db-driver=mysql", f"--mysql-socket={self.socket(rundir)}", "--mysql-user=root",
+                f"--mysql-db={database}"]
+
+    def version_sql(self) -> str:
+        return "SELECT VERSION()"

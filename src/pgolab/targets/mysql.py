@@ -1,0 +1,98 @@
+"""MySQL 8.0/8.4 trees the user brings: MySQL's own CMake options where they exist."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import PgolabError
+from ..variants import FlagSet, Variant
+from .base import Cmd
+from .mariadb import MariaDBInstallation, MariaDBTarget
+
+MYSQL_CMAKE_OPTIONS: dict[str, str] = {
+    "WITH_UNIT_TESTS": "OFF",
+    "WITH_ROUTER": "OFF",
+    "WITH_NDB": "OFF",
+    "WITH_NDBCLUSTER_STORAGE_ENGINE": "OFF",
+    "WITH_SSL": "system",
+    "WITH_ZLIB": "bundled",
+    "WITH_DEBUG": "OFF",
+}
+
+
+def _is_profile_flag(flag: str) -> bool:
+    return flag.startswith(("-fprofile-generate", "-fprofile-use"))
+
+
+class MySQLTarget(MariaDBTarget):
+    server = "mysql"
+    server_program = "mysqld"
+
+    def adapt_flags(self, variant: Variant, flags: FlagSet) -> FlagSet:
+        """-flto and -fprofile-generate/-use come from WITH_LTO and FPROFILE_* instead;
+        the rest (e.g. gcc's -fprofile-update, -fprofile-prefix-path) is still added."""
+        keep = [f for f in flags.compile if not f.startswith("-flto") and not _is_profile_flag(f)]
+        link = [f for f in flags.link if not f.startswith("-flto")]
+        return FlagSet(keep, link, dict(flags.tools))
+
+    def recipe_options(self, variant: Variant, tree: Path, profile_dir: Path | None) -> list[str]:
+        opts = [f"-D{k}={v}" for k, v in MYSQL_CMAKE_OPTIONS.items()]
+        if variant.lto:
+            opts.append("-DWITH_LTO=ON")
+        if variant.pgo == "gen":
+            opts += ["-DFPROFILE_GENERATE=ON", f"-DFPROFILE_DIR={profile_dir}"]
+        elif variant.pgo == "use":
+            opts += ["-DFPROFILE_USE=ON", f"-DFPROFILE_DIR={profile_dir}"]
+        if (tree / "boost").is_dir():  # mysql-boost tarballs of 8.0 carry it
+            opts.append(f"-DWITH_BOOST={tree / 'boost'}")
+        if variant.compiler == "clang":
+            opts.append("-DUSE_LD_LLD=ON" if variant.pgo == "none" else "-DUSE_LD_LLD=OFF")
+        return opts
+
+    def ninja_targets(self, build_dir: Path) -> list[str]:
+        return ["mysqld", "mysql", "mysqladmin"]
+
+    def install(self, tree, build_dir, install_dir, runner, flags) -> None:
+        shutil.rmtree(install_dir, ignore_errors=True)
+        (install_dir / "bin").mkdir(parents=True)
+        for name in ("mysqld", "mysql", "mysqladmin"):
+            src = build_dir / "runtime_output_directory" / name
+            if not src.exists():
+                raise PgolabError(f"build produced no {name}", log=runner.log_path,
+                                  hint="the build did not finish; run the same command again")
+            shutil.copy2(src, install_dir / "bin" / name)
+        share = build_dir / "share"
+        if share.is_dir():
+            shutil.copytree(share, install_dir / "share", symlinks=True)
+
+    def server_binary(self, install_dir: Path) -> Path:
+        return install_dir / "bin" / "mysqld"
+
+    def installation(self, tree: Path, build_dir: Path, install_dir: Path) -> "MySQLInstallation":
+        return MySQLInstallation(server_binary=self.server_binary(install_dir), bin_dir=install_dir / "bin",
+                                 lc_messages_dir=install_dir / "share", install_db=[])
+
+
+@dataclass
+class MySQLInstallation(MariaDBInstallation):
+    server: str = "mysql"
+
+    def init_commands(self, datadir: Path) -> list[Cmd]:
+        argv = [str(self.server_binary), "--no-defaults", "--initialize-insecure", f"--datadir={datadir}"]
+        if self.lc_messages_dir:
+            argv.append(f"--lc-messages-dir={self.lc_messages_dir}")
+        return [Cmd(argv + self.user_args(), what="mysqld --initialize-insecure")]
+
+    def start_argv(self, datadir: Path, rundir: Path, options: list[str]) -> list[str]:
+        return super().start_argv(datadir, rundir, ["--mysqlx=OFF", *options])
+
+    def _tool(self, name: str) -> str:
+        name = {"mariadb": "mysql", "mariadb-admin": "mysqladmin"}.get(name, name)
+        own = self.bin_dir / name
+        return str(own) if own.exists() else (shutil.which(name) or name)
+
+    def user_args(self) -> list[str]:
+        return ["--user=root"] if os.geteuid() == 0 else []

@@ -1,0 +1,118 @@
+"""PostgreSQL: an autoconf (VPATH) build, and how to run one."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..runner import Runner
+from ..variants import FlagSet, Variant
+from .base import Cmd, unprivileged_user
+
+POSTGRESQL_CONFIGURE_OPTIONS = ["--without-icu", "--without-readline", "--without-llvm"]
+
+
+def copt(flags: FlagSet) -> str:
+    """PostgreSQL's COPT is appended to both CFLAGS and LDFLAGS by its makefiles:
+    the way to add flags without replacing configure's own (-O2 -g and warnings)."""
+    return " ".join(flags.compile + flags.link)
+
+
+class PostgreSQLTarget:
+    server = "postgresql"
+    server_program = "postgres"
+
+    def adapt_flags(self, variant: Variant, flags: FlagSet) -> FlagSet:
+        """configure's own optimisation is -O2; `rel` (Release) means -O3, added in front
+        so that o2nofp's later -O2 still wins."""
+        if variant.o2nofp:
+            return flags
+        return FlagSet(["-O3", *flags.compile], list(flags.link), dict(flags.tools))
+
+    def configure(self, tree: Path, build_dir: Path, toolchain, flags: FlagSet, variant: Variant,
+                  extra_args: list[str], use_ccache: bool, profile_dir: Path | None = None) -> list[Cmd]:
+        build_dir.mkdir(parents=True, exist_ok=True)
+        cc = toolchain.cc
+        if use_ccache and shutil.which("ccache"):
+            cc = f"ccache {cc}"
+        argv = [str(tree / "configure"), f"--prefix={build_dir.parent / 'install'}",
+                *POSTGRESQL_CONFIGURE_OPTIONS, *extra_args, f"CC={cc}"]
+        for key in ("AR", "RANLIB"):
+            if key in flags.tools:
+                argv.append(f"{key}={flags.tools[key]}")
+        return [Cmd(argv, cwd=build_dir, what="configure")]
+
+    def build(self, build_dir: Path, jobs: int, flags: FlagSet) -> list[Cmd]:
+        make_vars = [f"COPT={copt(flags)}"]
+        for key in ("AR", "RANLIB"):
+            if key in flags.tools:
+                make_vars.append(f"{key}={flags.tools[key]}")
+        return [Cmd(["make", "-C", str(build_dir), f"-j{jobs}", *make_vars], what="make")]
+
+    def install(self, tree: Path, build_dir: Path, install_dir: Path, runner: Runner,
+                flags: FlagSet) -> None:
+        shutil.rmtree(install_dir, ignore_errors=True)
+        make_vars = [f"COPT={copt(flags)}"]
+        runner.run(["make", "-C", str(build_dir), "install", *make_vars], what="make install")
+
+    def server_binary(self, install_dir: Path) -> Path:
+        return install_dir / "bin" / "postgres"
+
+    def installation(self, tree: Path, build_dir: Path, install_dir: Path) -> "PostgreSQLInstallation":
+        return PostgreSQLInstallation(bin_dir=install_dir / "bin")
+
+
+@dataclass
+class PostgreSQLInstallation:
+    bin_dir: Path
+    server: str = "postgresql"
+    port: int = 5432   # only names the socket file; there is no TCP listener
+
+    def __post_init__(self):
+        self.run_as = unprivileged_user()  # postgres refuses to run as root
+
+    @property
+    def server_binary(self) -> Path:
+        return self.bin_dir / "postgres"
+
+    @classmethod
+    def system(cls, version: str = "15") -> "PostgreSQLInstallation":
+        return cls(bin_dir=Path(f"/usr/lib/postgresql/{version}/bin"))
+
+    def user(self) -> str:
+        return self.run_as or "postgres"
+
+    def init_commands(self, datadir: Path) -> list[Cmd]:
+        return [Cmd([str(self.bin_dir / "initdb"), "-D", str(datadir), "-U", "postgres",
+                     "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"], what="initdb")]
+
+    def start_argv(self, datadir: Path, rundir: Path, options: list[str]) -> list[str]:
+        return [str(self.server_binary), "-D", str(datadir), "-c", "listen_addresses=",
+                "-c", f"unix_socket_directories={rundir}", "-p", str(self.port),
+                "-c", "shared_buffers=256MB", "-c", "fsync=off", *options]
+
+    def socket(self, rundir: Path) -> Path:
+        return rundir / f".s.PGSQL.{self.port}"
+
+    def error_log(self, rundir: Path) -> Path:
+        return rundir / "error.log"
+
+    def client_argv(self, rundir: Path, sql: str, database: str | None = None) -> list[str]:
+        psql = self.bin_dir / "psql"
+        return [str(psql) if psql.exists() else "psql", "-X", "-h", str(rundir), "-p", str(self.port),
+                "-U", "postgres", "-d", database or "postgres", "-Atq", "-v", "ON_ERROR_STOP=1", "-c", sql]
+
+    def shutdown_argv(self, rundir: Path, datadir: Path) -> list[str]:
+        # Fast shutdown: backends exit normally, so every process writes its profile.
+        return [str(self.bin_dir / "pg_ctl"), "stop", "-D", str(datadir), "-m", "fast", "-w", "-t", "120"]
+
+    def create_database_sql(self, name: str) -> str:
+        return f"CREATE DATABASE {name}"
+
+    def sysbench_args(self, rundir: Path, database: str) -> list[str]:
+        return ["--db-driver=pgsql", f"--pgsql-host={rundir}", f"--pgsql-port={self.port}",
+                "--pgsql-user=postgres", f"--pgsql-db={database}"]
+
+    def version_sql(self) -> str:
+        return "SELECT version()"
