@@ -111,9 +111,9 @@ class PhaseState:
 
 
 class Pipeline:
-    def __init__(self, request: BuildRequest, reporter: Reporter):
+    def __init__(self, request: BuildRequest, reporter: Reporter | None = None):
         self.request = request
-        self.reporter = reporter
+        self.reporter = reporter or QuietReporter()
         self.variant = request.variant
         self.target = target_for(request.source.server)
         self.toolchain = find_toolchain(self.variant.compiler)

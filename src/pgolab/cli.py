@@ -33,27 +33,27 @@ class RichReporter:
     """Phase, ninja's [n/N] step count and elapsed time, on one live line per phase."""
 
     def __init__(self, progress: Progress):
-        self.progress = progress
+        self.display = progress
         self.task = None
 
     def phase_started(self, name, description):
-        self.task = self.progress.add_task(f"{name}: {description}", total=None)
+        self.task = self.display.add_task(f"{name}: {description}", total=None)
 
     def phase_skipped(self, name, description):
-        self.progress.console.print(f"[dim]✓ {name}: {description} (up to date, skipped)[/dim]")
+        self.display.console.print(f"[dim]✓ {name}: {description} (up to date, skipped)[/dim]")
 
     def phase_finished(self, name, seconds):
         if self.task is not None:
-            self.progress.update(self.task, completed=1, total=1)
-            self.progress.stop_task(self.task)
-        self.progress.console.print(f"[green]✓[/green] {name} ({seconds:.0f}s)")
+            self.display.update(self.task, completed=1, total=1)
+            self.display.stop_task(self.task)
+        self.display.console.print(f"[green]✓[/green] {name} ({seconds:.0f}s)")
 
     def progress(self, done, total):
         if self.task is not None:
-            self.progress.update(self.task, completed=done, total=total)
+            self.display.update(self.task, completed=done, total=total)
 
     def message(self, text):
-        self.progress.console.print(f"  {text}")
+        self.display.console.print(f"  {text}")
 
 
 def _on_sigterm(signum, frame):

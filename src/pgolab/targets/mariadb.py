@@ -37,9 +37,9 @@ MARIADB_CMAKE_OPTIONS: dict[str, str] = {
     "WITH_ZLIB": "system",
 }
 
-# The server, and what initialising and administering a data directory needs.
-MARIADB_NINJA_TARGETS = ["mariadbd", "mariadb", "mariadb-admin", "my_print_defaults", "resolveip",
-                         "scripts/mysql_sys_schema.sql", "scripts/maria_add_gis_sp_bootstrap.sql"]
+# The server, and what initialising and administering a data directory needs
+# (the bootstrap SQL scripts are written by configure).
+MARIADB_NINJA_TARGETS = ["mariadbd", "mariadb", "mariadb-admin", "my_print_defaults", "resolveip"]
 
 
 class MariaDBTarget:

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine for pgolab: system packages, then a virtualenv
+# in .venv with pgolab installed. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup-system.sh
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q -e '.[test]'
+echo "pgolab: ready (.venv/bin/pgolab)"

@@ -1,0 +1,29 @@
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+
+def pytest_configure(config):
+    """One pgolab home for the session (sources are fetched once), outside ~ so that the
+    unprivileged user PostgreSQL runs as can reach it. PGOLAB_TEST_HOME picks another."""
+    home = os.environ.get("PGOLAB_TEST_HOME")
+    if not home:
+        home = tempfile.mkdtemp(prefix="pgolab-test-home-")
+        os.chmod(home, 0o755)
+        config._pgolab_temp_home = home
+    Path(home).mkdir(parents=True, exist_ok=True)
+    os.environ["PGOLAB_HOME"] = home
+
+
+def need(program: str) -> None:
+    if not shutil.which(program):
+        pytest.fail(f"{program} is not installed: run scripts/setup-system.sh")
+
+
+def pytest_unconfigure(config):
+    home = getattr(config, "_pgolab_temp_home", None)
+    if home:
+        shutil.rmtree(home, ignore_errors=True)

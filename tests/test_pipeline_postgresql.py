@@ -1,0 +1,97 @@
+"""The whole PGO pipeline on PostgreSQL, with gcc and with clang, end to end.
+
+Instrumented build, training run (sysbench through the pgsql driver), profile
+merge, optimized build, proof that the profile was used, and a query against
+the optimized server. The gcc run is first interrupted during training, to
+show that nothing is left running and that the re-run continues.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pgolab import sources
+from pgolab.build import BuildRequest, build, variant_dir
+from pgolab.runner import Runner
+from pgolab.variants import parse
+from pgolab.workloads import parse_train
+
+from conftest import need
+
+TRAIN_SECONDS = 20
+
+
+@pytest.fixture(scope="module")
+def pg_tree(tmp_path_factory):
+    need("apt-get")
+    need("sysbench")
+    return sources.fetch_debian("postgresql", None, Runner(tmp_path_factory.mktemp("src") / "source.log"))
+
+
+def pgolab(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pgolab", *args]
+
+
+def postgres_processes(under: Path) -> list[str]:
+    out = subprocess.run(["pgrep", "-af", "postgres"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if str(under) in line]
+
+
+def assert_pipeline_record(record: dict, compiler: str) -> None:
+    merge = record["profile"]["merge"]
+    assert merge["raw_files"] > 0 and merge["raw_bytes"] > 0, "the training run wrote profile files"
+    check = record["profile"]["check-profile"]
+    assert check["objects"] > 100
+    # The backend's objects (the bulk of the tree) must have used the profile.
+    assert check["with_profile"] > check["objects"] // 3, check
+    if compiler == "clang":
+        assert merge["functions"] > 1000 and merge["max_function_count"] > 0
+    assert record["smoke"] and "PostgreSQL 15" in record["smoke"]
+    assert Path(record["server_binary"]).exists()
+
+
+@pytest.mark.slow
+def test_gcc_pipeline_survives_an_interrupt_and_uses_its_profile(pg_tree):
+    variant = parse("rel_pgo_use")
+    vdir = variant_dir(pg_tree, variant, sources.tree_digest(pg_tree.path))
+    cmd = pgolab("build", str(pg_tree.path), "--variant", variant.name, "--train-seconds", str(TRAIN_SECONDS))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    train_log = vdir / "logs" / "train.log"
+    deadline = time.monotonic() + 1800
+    while time.monotonic() < deadline and proc.poll() is None:
+        if train_log.exists() and "oltp_read_write" in train_log.read_text(errors="replace"):
+            break
+        time.sleep(1)
+    assert proc.poll() is None, proc.stdout.read()
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    output = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 130, output
+    assert "interrupted" in output
+    assert postgres_processes(vdir) == [], "no server left running after Ctrl-C"
+    state = json.loads((vdir / "state.json").read_text())
+    assert "gen-build" in state["phases"] and "train" not in state["phases"]
+
+    rerun = subprocess.run(cmd + ["--json"], capture_output=True, text=True, timeout=3000)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "gen-build: compile instrumented build (up to date, skipped)" in rerun.stderr.replace("\n", " ") \
+        or "gen-build" in rerun.stderr and "skipped" in rerun.stderr
+    record = json.loads(rerun.stdout)[0]
+    assert_pipeline_record(record, "gcc")
+    assert postgres_processes(vdir) == []
+
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "up to date" in again.stderr
+
+
+@pytest.mark.slow
+def test_clang_pipeline_uses_its_profile(pg_tree):
+    result = build(BuildRequest(pg_tree, parse("rel_pgo_use_clang"), parse_train("sysbench", TRAIN_SECONDS)))
+    assert_pipeline_record(result.record, "clang")
+    assert "clang" in result.record["toolchain"] and result.record["toolchain"]["clang"].startswith("16")

@@ -1,0 +1,69 @@
+import tarfile
+
+import pytest
+
+from pgolab import sources
+from pgolab.errors import PgolabError
+
+
+def make_mariadb_like(root, maria=True, version_file="VERSION"):
+    (root / "sql").mkdir(parents=True)
+    if maria:
+        (root / "storage" / "maria").mkdir(parents=True)
+    (root / version_file).write_text("MYSQL_VERSION_MAJOR=10\nMYSQL_VERSION_MINOR=11\nMYSQL_VERSION_PATCH=18\n")
+    return root
+
+
+def test_detects_mariadb_by_its_aria_engine(tmp_path):
+    tree = sources.detect(make_mariadb_like(tmp_path / "m"))
+    assert (tree.server, tree.version) == ("mariadb", "10.11.18")
+
+
+def test_detects_mysql_8_4_from_mysql_version(tmp_path):
+    root = make_mariadb_like(tmp_path / "my", maria=False, version_file="MYSQL_VERSION")
+    (root / "MYSQL_VERSION").write_text("MYSQL_VERSION_MAJOR=8\nMYSQL_VERSION_MINOR=4\nMYSQL_VERSION_PATCH=3\n")
+    assert sources.detect(root).server == "mysql"
+    assert sources.detect(root).version == "8.4.3"
+
+
+def test_detects_postgresql_and_a_tarball_of_it(tmp_path):
+    root = tmp_path / "postgresql-15.18"
+    (root / "src" / "backend" / "postmaster").mkdir(parents=True)
+    (root / "configure.ac").write_text("AC_INIT([PostgreSQL], [15.18], [bugs])\n")
+    assert sources.detect(root).server == "postgresql"
+    tarball = tmp_path / "pg.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tf:
+        tf.add(root, arcname="postgresql-15.18")
+    tree = sources.detect(tarball)
+    assert tree.server == "postgresql" and tree.version == "15.18"
+    assert sources.detect(tarball).path == tree.path   # unpacked once, reused
+
+
+def test_refuses_other_trees_clearly(tmp_path):
+    (tmp_path / "redis" / "src").mkdir(parents=True)
+    (tmp_path / "redis" / "Makefile").write_text("all:\n")
+    with pytest.raises(PgolabError) as err:
+        sources.detect(tmp_path / "redis")
+    assert "not a supported server source tree" in str(err.value)
+    assert "MariaDB" in str(err.value)
+
+
+def test_missing_path_and_non_tar_file(tmp_path):
+    with pytest.raises(PgolabError, match="source not found"):
+        sources.detect(tmp_path / "nope")
+    junk = tmp_path / "junk.txt"
+    junk.write_text("x")
+    with pytest.raises(PgolabError, match="neither a directory nor a tar archive"):
+        sources.detect(junk)
+
+
+def test_tree_digest_changes_when_a_file_changes(tmp_path):
+    root = make_mariadb_like(tmp_path / "m")
+    before = sources.tree_digest(root)
+    assert sources.tree_digest(root) == before
+    (root / "sql" / "x.cc").write_text("int x;")
+    assert sources.tree_digest(root) != before
+
+
+def test_upstream_version_strips_epoch_and_debian_revision():
+    assert sources._upstream("1:10.11.18-0+deb12u1") == "10.11.18"

@@ -1,0 +1,85 @@
+from pathlib import Path
+
+import pytest
+
+from pgolab import variants
+from pgolab.errors import PgolabError
+from pgolab.toolchains import Toolchain
+
+GCC = Toolchain("gcc", "gcc", "g++", "gcc-ar", "gcc-ranlib", "gcc-nm", None)
+CLANG = Toolchain("clang", "clang-16", "clang++-16", "llvm-ar-16", "llvm-ranlib-16", "llvm-nm-16",
+                  "llvm-profdata-16")
+PROFILE = Path("/abs/profile")
+BUILD = Path("/abs/build")
+
+
+def test_published_list_is_the_20_builds_of_the_mysql_study():
+    names = [v.name for v in variants.published()]
+    assert len(names) == 20 == len(set(names))
+    for expected in ("rel_o2nofp", "rel_o2nofp_clang", "rel", "rel_clang", "rel_o2nofp_lto", "rel_lto",
+                     "rel_native", "rel_native_lto_clang", "rel_pgo_use", "rel_lto_pgo_use_clang",
+                     "rel_o2nofp_native_lto_clang", "rel_lto_pgo_use", "rel_pgo_use_clang"):
+        assert expected in names
+
+
+@pytest.mark.parametrize("variant", variants.all_variants(), ids=lambda v: v.name)
+def test_every_name_maps_to_axes_and_back(variant):
+    assert variants.parse(variant.name) == variant
+
+
+@pytest.mark.parametrize("bad", ["", "o2nofp", "rel_clang_lto", "rel_lto_lto", "rel_pgo_gen_pgo_use",
+                                 "rel_O2", "release", "rel_bolt"])
+def test_bad_names_are_refused_with_a_hint(bad):
+    with pytest.raises(PgolabError) as err:
+        variants.parse(bad)
+    assert "pgolab variants" in (err.value.hint or "")
+
+
+def test_misordered_name_suggests_the_right_one():
+    with pytest.raises(PgolabError, match="did you mean rel_lto_clang"):
+        variants.parse("rel_clang_lto")
+
+
+def test_o2nofp_and_native_add_their_flags():
+    f = variants.flags_for(variants.parse("rel_o2nofp_native"), GCC)
+    assert f.compile == ["-O2", "-fno-omit-frame-pointer", "-march=native", "-mtune=native"]
+    assert variants.flags_for(variants.parse("rel"), GCC).compile == []
+
+
+def test_gcc_lto_uses_plugin_aware_archiver():
+    f = variants.flags_for(variants.parse("rel_lto"), GCC)
+    assert "-flto=auto" in f.compile
+    assert f.tools == {"AR": "gcc-ar", "RANLIB": "gcc-ranlib", "NM": "gcc-nm"}
+
+
+def test_clang_links_with_lld_and_llvm_tools_of_one_version():
+    f = variants.flags_for(variants.parse("rel_lto_clang"), CLANG)
+    assert "-flto=thin" in f.compile and "-fuse-ld=lld" in f.link
+    assert f.tools["AR"] == "llvm-ar-16"
+
+
+def test_gcc_pgo_flags_strip_the_build_dir_so_another_build_finds_the_gcda_files():
+    gen = variants.flags_for(variants.parse("rel_pgo_gen"), GCC, profile_dir=PROFILE, build_dir=BUILD)
+    assert "-fprofile-generate=/abs/profile" in gen.compile
+    assert "-fprofile-update=prefer-atomic" in gen.compile
+    assert "-fprofile-prefix-path=/abs/build" in gen.compile
+    use = variants.flags_for(variants.parse("rel_pgo_use"), GCC, profile_dir=PROFILE, build_dir=Path("/other"))
+    assert {"-fprofile-use=/abs/profile", "-fprofile-correction", "-Wno-missing-profile",
+            "-fprofile-prefix-path=/other"} <= set(use.compile)
+
+
+def test_clang_pgo_use_reads_the_merged_profile_and_reports_unprofiled_files():
+    use = variants.flags_for(variants.parse("rel_lto_pgo_use_clang"), CLANG, profile_dir=PROFILE)
+    assert "-fprofile-use=/abs/profile/default.profdata" in use.compile
+    assert "-Wprofile-instr-unprofiled" in use.compile
+
+
+def test_relative_profile_dir_is_refused():
+    # The servers chdir() into their data directory: a relative path loses the profile.
+    with pytest.raises(PgolabError, match="absolute"):
+        variants.flags_for(variants.parse("rel_pgo_use_clang"), CLANG, profile_dir=Path("profile"))
+
+
+def test_instrumented_twin_keeps_every_other_axis():
+    v = variants.parse("rel_native_lto_pgo_use_clang")
+    assert v.instrumented().name == "rel_native_lto_pgo_gen_clang"
