@@ -98,6 +98,17 @@ class PhaseState:
                                      "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), **(extra or {})}
         self._save()
 
+    def add_partial(self, name: str, digest: str, seconds: float) -> None:
+        partial = self.data.setdefault("partial", {})
+        previous = partial.get(name, {})
+        total = previous.get("seconds", 0.0) if previous.get("digest") == digest else 0.0
+        partial[name] = {"digest": digest, "seconds": round(total + seconds, 1)}
+        self._save()
+
+    def partial(self, name: str, digest: str) -> float:
+        entry = self.data.get("partial", {}).pop(name, {})
+        return entry.get("seconds", 0.0) if entry.get("digest") == digest else 0.0
+
     def forget_from(self, name: str, order: list[str]) -> None:
         """A phase that runs again invalidates every phase after it."""
         for later in order[order.index(name):]:
@@ -163,8 +174,13 @@ class Pipeline:
                 self.state.forget_from(name, order)
                 self.reporter.phase_started(name, description)
                 started = time.monotonic()
-                extra = action() or {}
-                seconds = time.monotonic() - started
+                try:
+                    extra = action() or {}
+                except BaseException:
+                    # Keep the time an interrupted phase took: its resumed run adds to it.
+                    self.state.add_partial(name, digest, time.monotonic() - started)
+                    raise
+                seconds = time.monotonic() - started + self.state.partial(name, digest)
                 self.state.record(name, digest, seconds, extra)
                 self.reporter.phase_finished(name, seconds)
                 self.ran_any = True

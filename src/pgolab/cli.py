@@ -182,3 +182,108 @@ def build_cmd(
     else:
         for r in records:
             out.print(r["server_binary"])
+
+
+@app.command("bench")
+def bench_cmd(
+    base: str = typer.Option(..., "--base", help="the label every other target is compared with"),
+    variant: List[str] = typer.Option([], "--variant", "-v", help="a variant built by pgolab (repeatable)"),
+    binary: List[str] = typer.Option([], "--binary", help="NAME=PATH of any server binary (repeatable)"),
+    suite: str = typer.Option("quick", "--suite", help="quick or full"),
+    rounds: int = typer.Option(3, "--rounds", help="interleaved rounds per microbenchmark"),
+    seconds: int = typer.Option(10, "--seconds", help="seconds per microbenchmark run"),
+    table_size: int = typer.Option(100_000, "--table-size"),
+    threads: int = typer.Option(1, "--threads"),
+    no_prepared: bool = typer.Option(False, "--no-prepared", help="plain queries instead of prepared statements"),
+    server_option: List[str] = typer.Option([], "--server-option", help="extra server option, same for all"),
+    source_dir: Optional[Path] = typer.Option(None, "--source", help="pick variants built from this tree"),
+    run_name: Optional[str] = typer.Option(None, "--run", help="run name; an existing one resumes"),
+    store_path: Optional[Path] = typer.Option(None, "--store", help="SQLite file (default in pgolab home)"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="also export the report here"),
+) -> None:
+    """Run the sysbench suite on variants and binaries, store every measurement, print the report."""
+    from . import bench, report
+    from .store import Store
+    targets = [bench.variant_target(v, source_dir) for v in variant] + [bench.binary_target(b) for b in binary]
+    if len(targets) < 2:
+        raise PgolabError("bench needs at least two targets (the base and one to compare)",
+                          hint="e.g. --base distro --binary distro=/usr/sbin/mariadbd --variant rel_o2nofp")
+    options = bench.BenchOptions(suite=suite, rounds=rounds, seconds=seconds, table_size=table_size,
+                                 threads=threads, prepared=not no_prepared, server_options=list(server_option))
+    store = Store(store_path)
+    name = run_name or time.strftime("run-%Y%m%d-%H%M%S")
+    command = "pgolab " + " ".join(__import__("shlex").quote(a) for a in sys.argv[1:])
+    console.print(f"run {name}; store {store.path}")
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("left ~{task.fields[left]}"), console=console) as progress:
+        task = progress.add_task("starting", total=None, left="?")
+
+        def on_step(text, state):
+            per_step = seconds + 1.5
+            left = time.strftime("%H:%M:%S", time.gmtime(state.eta_seconds(per_step)))
+            progress.update(task, description=text, completed=state.done, total=state.total, left=left)
+        bench.run_bench(store, name, base, targets, options, command, on_step)
+    data = report.compute(store, name)
+    out.print(report.markdown(data))
+    if out_dir:
+        files = report.export(data, out_dir)
+        console.print(f"exported: {', '.join(str(p) for p in files.values())}")
+
+
+@app.command("report")
+def report_cmd(
+    run: Optional[str] = typer.Argument(None, help="run name or id (default: the newest)"),
+    store_path: Optional[Path] = typer.Option(None, "--store"),
+    fmt: str = typer.Option("terminal", "--format", help="terminal, markdown, csv or json"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="write every format, charts and report.html here"),
+    list_runs: bool = typer.Option(False, "--list", help="list stored runs"),
+) -> None:
+    """Print or export a stored run."""
+    from . import report
+    from .store import Store
+    store = Store(store_path)
+    if list_runs:
+        table = Table(title=f"runs in {store.path}")
+        for col in ("id", "name", "created", "server", "base", "suite", "status"):
+            table.add_column(col)
+        for r in store.runs():
+            table.add_row(str(r["id"]), r["name"], r["created"], r["server"], r["base"], r["suite"], r["status"])
+        out.print(table)
+        return
+    data = report.compute(store, run)
+    if out_dir:
+        files = report.export(data, out_dir)
+        console.print(f"exported: {', '.join(str(p) for p in files.values())}")
+    if fmt == "markdown":
+        out.print(report.markdown(data), markup=False, highlight=False)
+    elif fmt == "csv":
+        out.print(report.to_csv(data), markup=False, highlight=False)
+    elif fmt == "json":
+        out.print(report.to_json(data), markup=False, highlight=False)
+    else:
+        print_terminal(data)
+
+
+def print_terminal(data: dict) -> None:
+    from .report import noise_statement
+    run = data["run"]
+    summary = Table(title=f"run {run['name']}: {run['server']}, base {data['base']}, suite {run['suite']}")
+    for col in ("variant", "avg rQPS [95% CI]", "median rQPS [95% CI]", "verdict"):
+        summary.add_column(col)
+    for label, s in data["summaries"].items():
+        summary.add_row(label, s["avg"].fmt(), s["median"].fmt(), s["avg"].verdict())
+    out.print(summary)
+    groups = Table(title="per group (rQPS)")
+    for col in ("group", "variant", "min", "max", "avg", "median"):
+        groups.add_column(col)
+    for (group, label), g in data["groups"].items():
+        groups.add_row(group, label, *(f"{g[k]:.3f}" for k in ("min", "max", "avg", "median")))
+    out.print(groups)
+    micro = Table(title="per microbenchmark")
+    for col in ("group", "microbenchmark", "variant", "rQPS [95% CI]", "verdict", "rCPU [95% CI]", "QPS"):
+        micro.add_column(col, overflow="fold")
+    for r in data["rows"]:
+        micro.add_row(r.group, r.micro.split("/", 1)[1], r.label, r.rqps.fmt(), r.rqps.verdict(),
+                      r.rcpu.fmt() if r.rcpu else "n/a", f"{r.qps_median:.0f}")
+    out.print(micro)
+    out.print(noise_statement(data))

@@ -53,6 +53,10 @@ class Runner:
     on_line: Callable[[str], None] | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
 
+    def note(self, text: str) -> None:
+        """Add a line to the log (e.g. a server started in the background)."""
+        self._header(f"\n### {time.strftime('%Y-%m-%d %H:%M:%S')} {text}\n")
+
     def _header(self, text: str) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "a") as log:
@@ -81,7 +85,8 @@ class Runner:
                               hint="run `pgolab doctor` to see which package provides it",
                               log=self.log_path) from exc
         try:
-            with open(self.log_path, "a") as log:
+            # Line-buffered so that `tail -f` on a phase log follows a long build.
+            with open(self.log_path, "a", buffering=1) as log:
                 assert proc.stdout is not None
                 for line in proc.stdout:
                     log.write(line)

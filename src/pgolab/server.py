@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import PgolabError
-from .runner import Runner, as_user_kwargs
+from .runner import Runner, as_user_kwargs, format_command
 from .targets.base import chown_tree
 
 LOG_TAIL_LINES = 40
@@ -67,12 +67,14 @@ class ServerProcess:
         if self.installation.run_as:
             chown_tree(self.rundir, self.installation.run_as)
         argv = self.installation.start_argv(self.datadir, self.rundir, self.options)
-        self.runner._header(f"\n### start server: {' '.join(argv)}\n### env: {self.env}\n")
+        cwd = self.datadir.parent
+        as_user = f" (as user {self.installation.run_as})" if self.installation.run_as else ""
+        self.runner.note(f"start server{as_user}: {format_command(argv, cwd, self.env)}")
         # mariadbd writes its own --log-error file; postgres logs to stderr.
         out = open(self.rundir / "server.out", "ab")
         err = open(self.error_log, "ab") if self.installation.server == "postgresql" else subprocess.STDOUT
         self.proc = subprocess.Popen(argv, stdout=out, stderr=err,
-                                     stdin=subprocess.DEVNULL, cwd=self.datadir.parent,
+                                     stdin=subprocess.DEVNULL, cwd=cwd,
                                      env={**os.environ, **self.env}, start_new_session=True,
                                      **as_user_kwargs(self.installation.run_as))
         _LIVE.add(self)

@@ -1,0 +1,105 @@
+"""The sysbench microbenchmark catalog, in run order.
+
+Groups follow the published tables: point-1 (point queries, run before the
+writes), range-1 (range queries without aggregation), range-2 (range queries
+with aggregation), writes, and point-2 (the point queries again, after the
+writes have changed the data). Read-only tests run before the writes.
+Stock sysbench scripts serve where they fit; the rest are in
+data/pgolab_micro.lua.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from .errors import PgolabError
+
+GROUPS = ("point-1", "range-1", "range-2", "writes", "point-2")
+
+
+@dataclass(frozen=True)
+class Micro:
+    name: str
+    group: str
+    script: str                 # a stock sysbench script name, or "pgolab_micro"
+    args: tuple[str, ...] = field(default_factory=tuple)
+    writes: bool = False
+
+    def argv(self, lua_dir: Path) -> list[str]:
+        if self.script == "pgolab_micro":
+            base = self.name.split("_")[0]
+            return [str(lua_dir / "pgolab_micro.lua"), f"--micro={base}", *self.args]
+        return [self.script, *self.args]
+
+
+def lua_dir() -> Path:
+    return Path(str(resources.files("pgolab") / "data"))
+
+
+def _points(group: str) -> list[Micro]:
+    return [
+        Micro("point-query", group, "oltp_point_select"),
+        Micro("random-points_range=10", group, "select_random_points", ("--random_points=10",)),
+        Micro("random-points_range=100", group, "select_random_points", ("--random_points=100",)),
+        Micro("random-points_range=1000", group, "select_random_points", ("--random_points=1000",)),
+        Micro("hot-points", group, "pgolab_micro"),
+        Micro("points-covered-pk", group, "pgolab_micro"),
+        Micro("points-notcovered-pk", group, "pgolab_micro"),
+        Micro("points-covered-si", group, "pgolab_micro"),
+        Micro("points-notcovered-si", group, "pgolab_micro"),
+    ]
+
+
+def _read_only(name: str, **counts: int) -> Micro:
+    opts = {"point_selects": 0, "simple_ranges": 0, "sum_ranges": 0, "order_ranges": 0, "distinct_ranges": 0}
+    opts.update(counts)
+    return Micro(name, "range-2", "oltp_read_only", tuple(f"--{k}={v}" for k, v in opts.items()) + ("--range_size=100",))
+
+
+FULL: tuple[Micro, ...] = tuple(
+    _points("point-1") + [
+        Micro("range-covered-pk", "range-1", "pgolab_micro", ("--range_size=100",)),
+        Micro("range-notcovered-pk", "range-1", "pgolab_micro", ("--range_size=100",)),
+        Micro("range-covered-si", "range-1", "pgolab_micro", ("--range_size=100",)),
+        Micro("range-notcovered-si", "range-1", "pgolab_micro", ("--range_size=100",)),
+        Micro("scan", "range-1", "pgolab_micro"),
+        Micro("read-only_range=10", "range-2", "oltp_read_only", ("--range_size=10",)),
+        Micro("read-only_range=100", "range-2", "oltp_read_only", ("--range_size=100",)),
+        Micro("read-only_range=10000", "range-2", "oltp_read_only", ("--range_size=10000",)),
+        _read_only("read-only-simple", simple_ranges=1),
+        _read_only("read-only-sum", sum_ranges=1),
+        _read_only("read-only-order", order_ranges=1),
+        _read_only("read-only-distinct", distinct_ranges=1),
+        Micro("read-only-count", "range-2", "pgolab_micro", ("--range_size=100",)),
+        Micro("update-index", "writes", "oltp_update_index", writes=True),
+        Micro("update-nonindex", "writes", "oltp_update_non_index", writes=True),
+        Micro("update-one", "writes", "pgolab_micro", writes=True),
+        # sysbench 1.0 has no zipfian distribution; pareto is its skewed one.
+        Micro("update-zipf", "writes", "oltp_update_non_index", ("--rand-type=pareto",), writes=True),
+        Micro("update-inlist", "writes", "pgolab_micro", writes=True),
+        Micro("delete", "writes", "oltp_delete", writes=True),
+        Micro("insert", "writes", "oltp_insert", writes=True),
+        Micro("write-only", "writes", "oltp_write_only", writes=True),
+        Micro("read-write_range=10", "writes", "oltp_read_write", ("--range_size=10",), writes=True),
+        Micro("read-write_range=100", "writes", "oltp_read_write", ("--range_size=100",), writes=True),
+    ] + _points("point-2"))
+
+QUICK_NAMES = {("point-query", "point-1"), ("random-points_range=100", "point-1"), ("range-covered-pk", "range-1"),
+               ("read-only_range=100", "range-2"), ("update-index", "writes"), ("write-only", "writes"),
+               ("point-query", "point-2")}
+QUICK: tuple[Micro, ...] = tuple(m for m in FULL if (m.name, m.group) in QUICK_NAMES)
+SUITES = {"quick": QUICK, "full": FULL}
+
+
+def suite(name: str) -> tuple[Micro, ...]:
+    try:
+        return SUITES[name]
+    except KeyError:
+        raise PgolabError(f"unknown suite {name!r}", hint=f"use one of: {', '.join(SUITES)}")
+
+
+def key(m: Micro) -> str:
+    """Unique within a suite: point queries appear in point-1 and point-2."""
+    return f"{m.group}/{m.name}"
