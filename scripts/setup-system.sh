@@ -27,7 +27,7 @@ $SUDO apt-get update -qq
 PACKAGES=(
   build-essential cmake ninja-build bison flex pkg-config ccache dpkg-dev
   gcc g++ binutils
-  clang-16 llvm-16 lld-16 bolt-16
+  clang-16 llvm-16 lld-16 bolt-16 libclang-rt-16-dev
   sysbench mariadb-server mariadb-client
   postgresql-15 postgresql-client-15
   valgrind procps xz-utils

@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import PgolabError
 
@@ -23,12 +24,16 @@ class Tool:
     version_args: tuple[str, ...] = ("--version",)
 
     def path(self) -> str | None:
+        if self.program.startswith("/"):   # a library file, not a program
+            return self.program if Path(self.program).exists() else None
         return shutil.which(self.program)
 
     def version(self) -> str | None:
         path = self.path()
         if not path:
             return None
+        if self.program.startswith("/"):
+            return "present"
         try:
             out = subprocess.run([path, *self.version_args], capture_output=True, text=True,
                                  timeout=20, errors="replace")
@@ -55,6 +60,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool("lld", f"ld.lld-{L}", f"lld-{L}", "clang linking and LTO"),
     Tool("llvm-ar", f"llvm-ar-{L}", f"llvm-{L}", "clang LTO (static libraries)"),
     Tool("llvm-profdata", f"llvm-profdata-{L}", f"llvm-{L}", "clang PGO profile merge"),
+    Tool("clang profile runtime", f"/usr/lib/llvm-{L}/lib/clang/{L}/lib/linux/libclang_rt.profile-x86_64.a",
+         f"libclang-rt-{L}-dev", "clang PGO instrumented builds"),
     Tool("llvm-bolt", f"llvm-bolt-{L}", f"bolt-{L}", "BOLT post-link layout"),
     Tool("cmake", "cmake", "cmake", "MariaDB and MySQL builds"),
     Tool("ninja", "ninja", "ninja-build", "MariaDB and MySQL builds"),
@@ -112,6 +119,7 @@ def toolchain(compiler: str) -> Toolchain:
                          require("gcc-ranlib"), shutil.which("gcc-nm") or "gcc-nm", None)
     if compiler == "clang":
         require("lld")
+        require("clang profile runtime")
         return Toolchain("clang", require("clang"), require("clang++"), require("llvm-ar"),
                          shutil.which(f"llvm-ranlib-{L}") or f"llvm-ranlib-{L}",
                          shutil.which(f"llvm-nm-{L}") or f"llvm-nm-{L}", require("llvm-profdata"))

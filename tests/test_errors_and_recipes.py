@@ -1,0 +1,108 @@
+"""Clear errors for bad input, and the commands each recipe generates."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pgolab import profiles, toolchains
+from pgolab.errors import PgolabError
+from pgolab.targets import MySQLTarget, PostgreSQLTarget
+from pgolab.targets.postgresql import copt
+from pgolab.variants import flags_for, parse
+
+from test_variants import CLANG, GCC
+
+
+def test_missing_compiler_names_the_debian_package(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(PgolabError) as err:
+        toolchains.toolchain("clang")
+    assert "apt-get install" in str(err.value) and "-16" in str(err.value)
+    with pytest.raises(PgolabError, match="apt-get install gcc"):
+        toolchains.toolchain("gcc")
+
+
+def test_no_profile_written_is_an_error_not_a_silent_success(tmp_path):
+    with pytest.raises(PgolabError, match="wrote no profile"):
+        profiles.require_raw_profiles(tmp_path, "gcc")
+    (tmp_path / "raw-1-2.profraw").write_bytes(b"")
+    with pytest.raises(PgolabError, match="wrote no profile"):   # an empty file counts as nothing
+        profiles.require_raw_profiles(tmp_path, "clang")
+
+
+def test_an_unused_profile_is_an_error(tmp_path):
+    build = tmp_path / "build"
+    (build / "sql").mkdir(parents=True)
+    (build / "sql" / "a.cc.o").write_bytes(b"x")
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    (profile / "other#b.cc.gcda").write_bytes(b"x")
+    with pytest.raises(PgolabError, match="did not use the profile"):
+        profiles.check_consumed("gcc", build, profile, tmp_path / "build.log")
+    (profile / "sql#a.cc.gcda").write_bytes(b"x")
+    check = profiles.check_consumed("gcc", build, profile, tmp_path / "build.log")
+    assert (check.objects, check.with_profile) == (1, 1)
+
+
+def test_clang_consumption_counts_unprofiled_warnings(tmp_path):
+    build = tmp_path / "build"
+    build.mkdir()
+    for name in ("a.o", "b.o", "c.o"):
+        (build / name).write_bytes(b"x")
+    log = tmp_path / "build.log"
+    log.write_text('warning: no profile data available for file "c.c" [-Wprofile-instr-unprofiled]\n')
+    check = profiles.check_consumed("clang", build, tmp_path, log)
+    assert (check.objects, check.with_profile) == (3, 2)
+
+
+def test_runtime_profile_paths_are_absolute_and_per_process(tmp_path):
+    env = profiles.runtime_env("clang", tmp_path)
+    assert env["LLVM_PROFILE_FILE"].startswith(str(tmp_path)) and "%p" in env["LLVM_PROFILE_FILE"]
+    assert "%m" in env["LLVM_PROFILE_FILE"]
+    with pytest.raises(PgolabError):
+        profiles.runtime_env("clang", Path("relative"))
+
+
+def make_mysql_tree(root: Path) -> Path:
+    (root / "sql").mkdir(parents=True)
+    (root / "boost").mkdir()
+    (root / "MYSQL_VERSION").write_text("MYSQL_VERSION_MAJOR=8\nMYSQL_VERSION_MINOR=0\nMYSQL_VERSION_PATCH=40\n")
+    return root
+
+
+def test_mysql_uses_its_own_lto_and_fprofile_options(tmp_path):
+    tree = make_mysql_tree(tmp_path / "mysql")
+    target = MySQLTarget()
+    profile = tmp_path / "profile"
+    for name, expected, absent in [
+        ("rel_lto_pgo_use", ["-DWITH_LTO=ON", "-DFPROFILE_USE=ON", f"-DFPROFILE_DIR={profile}"], "-flto"),
+        ("rel_pgo_gen_clang", ["-DFPROFILE_GENERATE=ON", "-DUSE_LD_LLD=OFF"], "-fprofile-generate"),
+    ]:
+        variant = parse(name)
+        tc = CLANG if variant.compiler == "clang" else GCC
+        build = tmp_path / name
+        flags = target.adapt_flags(variant, flags_for(variant, tc, profile_dir=profile, build_dir=build))
+        (cmd,) = target.configure(tree, build, tc, flags, variant, [], False, profile)
+        for opt in expected:
+            assert opt in cmd.argv
+        assert f"-DWITH_BOOST={tree / 'boost'}" in cmd.argv
+        include = (build / "pgolab-flags.cmake").read_text()
+        assert absent not in include, "MySQL's own option replaces pgolab's flag"
+    # gcc's own PGO extras are still added by pgolab.
+    gcc_use = target.adapt_flags(parse("rel_pgo_use"), flags_for(parse("rel_pgo_use"), GCC, profile_dir=profile,
+                                                                 build_dir=tmp_path / "b"))
+    assert "-fprofile-correction" in gcc_use.compile
+
+
+def test_postgresql_adds_flags_through_copt_and_keeps_configure_defaults(tmp_path):
+    target = PostgreSQLTarget()
+    rel = target.adapt_flags(parse("rel_lto"), flags_for(parse("rel_lto"), GCC))
+    assert copt(rel).startswith("-O3") and "-flto=auto" in copt(rel)
+    o2 = target.adapt_flags(parse("rel_o2nofp"), flags_for(parse("rel_o2nofp"), GCC))
+    assert "-O3" not in copt(o2) and "-O2" in copt(o2)
+    (cmd,) = target.configure(tmp_path / "src", tmp_path / "b" / "build", GCC, rel, parse("rel_lto"), [], False)
+    assert not any(a.startswith("CFLAGS=") for a in cmd.argv), "configure's own CFLAGS are kept"
+    assert "AR=gcc-ar" in cmd.argv
+    gen = flags_for(parse("rel_pgo_gen"), GCC, profile_dir=tmp_path, build_dir=tmp_path)
+    assert "enable_coverage=yes" in target.make_vars(gen)
