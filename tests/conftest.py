@@ -27,3 +27,15 @@ def pytest_unconfigure(config):
     home = getattr(config, "_pgolab_temp_home", None)
     if home:
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+def server_tmp(request):
+    """A scratch directory that the unprivileged server user can reach (pytest's tmp_path
+    is private to root)."""
+    import re
+    path = Path(os.environ["PGOLAB_HOME"]) / "test-scratch" / re.sub(r"\W", "_", request.node.name)
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    path.chmod(0o755)
+    return path

@@ -193,7 +193,7 @@ def prepare_golden(base: BenchTarget, workdir: Path, options: BenchOptions, runn
         chown_tree(rundir, inst.run_as)
     try:
         with ServerProcess(inst, golden, rundir, runner, options=list(options.server_options)) as server:
-            server.query(inst.create_database_sql(BENCH_DATABASE), what="create benchmark database")
+            server.ensure_database(BENCH_DATABASE)
             runner.run(["sysbench", "oltp_read_only", *inst.sysbench_args(rundir, BENCH_DATABASE),
                         f"--tables={options.tables}", f"--table-size={options.table_size}", "--threads=1",
                         "prepare"], what="sysbench prepare")

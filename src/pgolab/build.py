@@ -252,8 +252,7 @@ class Pipeline:
     def installation(self, stage: str):
         return self.target.installation(self.request.source.path, self.build_dir(stage), self.install_dir(stage))
 
-    def serve(self, stage: str, purpose: str, runner: Runner, env: dict | None = None,
-              data_parent: Path | None = None) -> ServerProcess:
+    def serve(self, stage: str, purpose: str, runner: Runner, env: dict | None = None) -> ServerProcess:
         installation = self.installation(stage)
         work = self.dir / purpose
         shutil.rmtree(work, ignore_errors=True)
@@ -265,7 +264,9 @@ class Pipeline:
             chown_tree(rundir, installation.run_as)
         datadir = work / "data"
         initialize_datadir(installation, datadir, runner)
-        return ServerProcess(installation, datadir, rundir, runner, env=env or {})
+        spec = self.request.train
+        return ServerProcess(installation, datadir, rundir, runner, env=env or {},
+                             options=spec.server_options(installation.server, datadir), config=spec.server_config)
 
     def train(self) -> dict:
         shutil.rmtree(self.profile_dir, ignore_errors=True)
@@ -278,12 +279,14 @@ class Pipeline:
         server = self.serve("gen", "train", runner, env=env)
         try:
             with server:
-                run_training(server, self.request.train, runner)
+                covered = run_training(server, self.request.train, runner)
         finally:
             shutil.rmtree(server.rundir, ignore_errors=True)
         stats = profiles.require_raw_profiles(self.profile_dir, self.variant.compiler, server.error_log)
+        for text in covered:
+            self.reporter.message(text)
         self.reporter.message(f"training wrote {stats.describe()}")
-        return {"raw_files": stats.files, "raw_bytes": stats.bytes}
+        return {"raw_files": stats.files, "raw_bytes": stats.bytes, "covered": covered}
 
     def merge(self) -> dict:
         runner = self.runner("merge")

@@ -150,8 +150,12 @@ def build_cmd(
     source_arg: str = typer.Argument(..., metavar="SOURCE",
                                      help="source directory, tarball, or mariadb/postgresql to fetch"),
     variant: List[str] = typer.Option(["rel_o2nofp"], "--variant", "-v", help="variant name (repeatable)"),
-    train: str = typer.Option("sysbench", "--train", help="training load: sysbench, none, script:PATH"),
+    train: str = typer.Option("mix", "--train", help="training loads, comma-separated: mix, mix-noselect, "
+                                                   "sysbench, none, script:PATH"),
     train_seconds: int = typer.Option(150, "--train-seconds", help="length of the training run"),
+    train_seed: int = typer.Option(1, "--train-seed", help="seed of the training mix"),
+    server_config: Optional[Path] = typer.Option(None, "--server-config",
+                                                 help="config file the trained server starts with"),
     jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j"),
     cmake_arg: List[str] = typer.Option([], "--cmake-arg", help="extra configure argument (repeatable)"),
     no_ccache: bool = typer.Option(False, "--no-ccache"),
@@ -160,7 +164,7 @@ def build_cmd(
 ) -> None:
     """Build variants; a PGO variant runs the whole pipeline (instrument, train, merge, optimize)."""
     tree = _resolve_source(source_arg)
-    spec = parse_train(train, train_seconds)
+    spec = parse_train(train, train_seconds, seed=train_seed, server_config=server_config)
     parsed = [variants_mod.parse(v) for v in variant]
     console.print(f"source: {tree.server} {tree.version} at {tree.path}")
     records = []

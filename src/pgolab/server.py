@@ -55,6 +55,7 @@ class ServerProcess:
     runner: Runner
     options: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    config: Path | None = None        # the user's server config file, if any
     proc: subprocess.Popen | None = None
 
     @property
@@ -66,7 +67,7 @@ class ServerProcess:
         self._remove_leftovers()
         if self.installation.run_as:
             chown_tree(self.rundir, self.installation.run_as)
-        argv = self.installation.start_argv(self.datadir, self.rundir, self.options)
+        argv = self.installation.start_argv(self.datadir, self.rundir, self.options, self.config)
         cwd = self.datadir.parent
         as_user = f" (as user {self.installation.run_as})" if self.installation.run_as else ""
         self.runner.note(f"start server{as_user}: {format_command(argv, cwd, self.env)}")
@@ -105,6 +106,10 @@ class ServerProcess:
             self.check_alive()
             raise PgolabError(f"{what} failed: {sql[:80]}", detail=result.output[-2000:], log=self.runner.log_path)
         return result.output.strip()
+
+    def ensure_database(self, name: str) -> None:
+        if not self.query(self.installation.database_exists_sql(name), what=f"look for database {name}"):
+            self.query(self.installation.create_database_sql(name), what=f"create database {name}")
 
     def check_alive(self) -> None:
         """Report a crashed server with its error log."""

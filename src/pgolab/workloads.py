@@ -1,56 +1,84 @@
 """Training loads: what runs against an instrumented server to produce its profile.
 
-`--train` takes: sysbench (sysbench's oltp scripts), none (start and stop only),
-or script:PATH where PATH is a .sql file (fed to the client), a .lua file
-(a sysbench script) or any executable (it gets the socket and client settings in
-its environment).
+`--train` takes one load or several joined by commas, run in order in one
+training run: mix (the built-in broad mix, default), mix-noselect (the same
+without any SELECT), sysbench (sysbench's oltp scripts), none (start and stop
+only), or script:PATH where PATH is a .sql file (fed to the client), a .lua
+file (a sysbench script) or any executable (it gets the socket and client
+settings in its environment).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import PgolabError
+from .mix import MixOptions, MySQLMix, PostgreSQLMix
 from .runner import Runner
 from .server import ServerProcess
 
 TRAIN_DATABASE = "sbtest"
+BUILTIN_LOADS = ("mix", "mix-noselect", "sysbench", "none")
 
 
 @dataclass(frozen=True)
 class TrainingSpec:
-    kind: str            # sysbench | none | script
+    loads: tuple[str, ...] = ("mix",)   # builtin names or script:/abs/path
     seconds: int = 150
-    path: Path | None = None
     tables: int = 4
     table_size: int = 20000
     threads: int = 2
     seed: int = 1
+    server_config: Path | None = None
 
     @property
     def label(self) -> str:
-        return f"script:{self.path}" if self.kind == "script" else self.kind
+        return ",".join(self.loads)
+
+    @property
+    def seconds_each(self) -> int:
+        return max(self.seconds // max(len(self.loads), 1), 1)
 
     def digest_input(self) -> str:
-        extra = ""
-        if self.path and self.path.is_file():
-            import hashlib
-            extra = hashlib.sha256(self.path.read_bytes()).hexdigest()
-        return f"{self.label}|{self.seconds}|{self.tables}|{self.table_size}|{self.threads}|{self.seed}|{extra}"
+        extra = []
+        for load in self.loads:
+            if load.startswith("script:"):
+                extra.append(hashlib.sha256(Path(load[7:]).read_bytes()).hexdigest())
+        if self.server_config:
+            extra.append(hashlib.sha256(self.server_config.read_bytes()).hexdigest())
+        return (f"{self.label}|{self.seconds}|{self.tables}|{self.table_size}|{self.threads}|{self.seed}|"
+                + "".join(extra))
+
+    def server_options(self, server: str, datadir: Path) -> list[str]:
+        """The mix covers binary log formats, so the MariaDB/MySQL training server logs binlogs."""
+        if server in ("mariadb", "mysql") and any(l.startswith("mix") for l in self.loads):
+            return [f"--log-bin={datadir}/pgolab-binlog", "--server-id=1"]
+        return []
 
 
-def parse_train(value: str, seconds: int) -> TrainingSpec:
-    if value in ("sysbench", "none"):
-        return TrainingSpec(value, seconds)
-    if value.startswith("script:"):
-        path = Path(value[len("script:"):]).expanduser().absolute()
-        if not path.exists():
-            raise PgolabError(f"training script not found: {path}",
-                              hint="give script:PATH with a .sql, .lua or executable file")
-        return TrainingSpec("script", seconds, path)
-    raise PgolabError(f"unknown training load {value!r}", hint="use sysbench, none or script:PATH")
+def parse_train(value: str, seconds: int, *, seed: int = 1, server_config: Path | None = None) -> TrainingSpec:
+    loads = []
+    for item in (v.strip() for v in value.split(",") if v.strip()):
+        if item in BUILTIN_LOADS:
+            loads.append(item)
+        elif item.startswith("script:"):
+            path = Path(item[len("script:"):]).expanduser().absolute()
+            if not path.exists():
+                raise PgolabError(f"training script not found: {path}",
+                                  hint="give script:PATH with a .sql, .lua or executable file")
+            loads.append(f"script:{path}")
+        else:
+            raise PgolabError(f"unknown training load {item!r}",
+                              hint=f"use {', '.join(BUILTIN_LOADS)} or script:PATH, joined by commas")
+    if not loads:
+        raise PgolabError("no training load given", hint="e.g. --train mix")
+    if server_config is not None and not server_config.is_file():
+        raise PgolabError(f"server config file not found: {server_config}")
+    return TrainingSpec(tuple(loads), seconds, seed=seed,
+                        server_config=server_config.absolute() if server_config else None)
 
 
 def sysbench_common(server: ServerProcess, spec: TrainingSpec) -> list[str]:
@@ -59,45 +87,73 @@ def sysbench_common(server: ServerProcess, spec: TrainingSpec) -> list[str]:
             f"--table-size={spec.table_size}", f"--rand-seed={spec.seed}", "--rand-type=uniform"]
 
 
-def run_training(server: ServerProcess, spec: TrainingSpec, runner: Runner) -> None:
-    """Drive a started server with the training load."""
-    if spec.kind == "none":
-        server.query(server.installation.version_sql(), what="training (none): version query")
-        return
-    server.query(server.installation.create_database_sql(TRAIN_DATABASE), what="create training database")
+def run_training(server: ServerProcess, spec: TrainingSpec, runner: Runner) -> list[str]:
+    """Drive a started server with every load of the spec; returns what each covered."""
+    summaries = []
+    for load in spec.loads:
+        summaries.append(run_load(server, load, spec, runner))
+        server.check_alive()
+    return summaries
+
+
+def run_mix(server: ServerProcess, options: MixOptions, runner: Runner):
+    inst = server.installation
+    if inst.server == "postgresql":
+        mix = PostgreSQLMix(str(server.rundir), inst.port, options)
+    else:
+        mix = MySQLMix(str(inst.socket(server.rundir)), options, server=inst.server)
+    runner.note(f"training mix: {options}")
+    report = mix.run()
+    runner.note(report.describe())
+    if report.errors:
+        raise PgolabError(f"the training mix had {len(report.errors)} failed statements",
+                          detail="\n".join(report.errors[:10]), log=runner.log_path,
+                          hint="a failing statement trains an error path instead of the real one; see the log")
+    return report
+
+
+def run_load(server: ServerProcess, load: str, spec: TrainingSpec, runner: Runner) -> str:
+    inst = server.installation
+    seconds = spec.seconds_each
+    if load == "none":
+        server.query(inst.version_sql(), what="training (none): version query")
+        return "none: version query"
+    if load in ("mix", "mix-noselect"):
+        report = run_mix(server, MixOptions(seconds=seconds, seed=spec.seed, no_select=load == "mix-noselect"),
+                         runner)
+        return report.describe()
+    server.ensure_database(TRAIN_DATABASE)
     common = sysbench_common(server, spec)
-    if spec.kind == "sysbench":
+    if load == "sysbench":
+        runner.run(["sysbench", "oltp_read_write", *common, f"--threads={spec.threads}", "cleanup"],
+                   what="sysbench cleanup", check=False)
         runner.run(["sysbench", "oltp_read_write", *common, f"--threads={spec.threads}", "prepare"],
                    what="sysbench prepare")
-        # A mix of point and range selects, index and non-index updates, deletes and inserts,
-        # with and without prepared statements, then plain inserts.
-        share = spec.seconds // 3
+        # Point and range selects, index and non-index updates, deletes and inserts, with and
+        # without prepared statements, then plain inserts.
+        share = seconds // 3
         runner.run(["sysbench", "oltp_read_write", *common, f"--threads={spec.threads}",
                     f"--time={share}", "--report-interval=10", "run"], what="sysbench oltp_read_write")
         runner.run(["sysbench", "oltp_read_write", *common, f"--threads={spec.threads}",
                     "--db-ps-mode=disable", f"--time={share}", "--report-interval=10", "run"],
                    what="sysbench oltp_read_write (no prepared statements)")
         runner.run(["sysbench", "oltp_insert", *common, "--threads=1",
-                    f"--time={max(spec.seconds - 2 * share, 1)}", "--report-interval=10", "run"],
+                    f"--time={max(seconds - 2 * share, 1)}", "--report-interval=10", "run"],
                    what="sysbench oltp_insert")
-        server.check_alive()
-        return
-    path = spec.path
-    assert path is not None
+        return f"sysbench: oltp_read_write (prepared and not), oltp_insert, {seconds}s"
+    path = Path(load[len("script:"):])
     if path.suffix == ".sql":
-        sql = path.read_text()
-        server.query(sql, database=TRAIN_DATABASE, what=f"training script {path.name}")
+        server.query(path.read_text(), database=TRAIN_DATABASE, what=f"training script {path.name}")
     elif path.suffix == ".lua":
-        runner.run(["sysbench", str(path), *common, f"--threads={spec.threads}", f"--time={spec.seconds}",
+        runner.run(["sysbench", str(path), *common, f"--threads={spec.threads}", f"--time={seconds}",
                     "run"], what=f"sysbench {path.name}")
     elif os.access(path, os.X_OK):
-        inst = server.installation
         env = {"PGOLAB_SERVER": inst.server, "PGOLAB_SOCKET": str(inst.socket(server.rundir)),
                "PGOLAB_SOCKET_DIR": str(server.rundir), "PGOLAB_DATABASE": TRAIN_DATABASE,
-               "PGOLAB_SECONDS": str(spec.seconds),
+               "PGOLAB_SECONDS": str(seconds),
                "PGOLAB_SYSBENCH_ARGS": " ".join(inst.sysbench_args(server.rundir, TRAIN_DATABASE))}
         runner.run([str(path)], env=env, what=f"training script {path.name}")
     else:
         raise PgolabError(f"cannot run training script {path}",
                           hint="use a .sql file, a .lua sysbench script, or make it executable (chmod +x)")
-    server.check_alive()
+    return f"script {path}"

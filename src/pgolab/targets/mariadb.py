@@ -135,8 +135,10 @@ class MariaDBInstallation:
                      "--auth-root-authentication-method=normal", "--skip-test-db",
                      "--skip-name-resolve", *self.user_args()], what="mariadb-install-db")]
 
-    def start_argv(self, datadir: Path, rundir: Path, options: list[str]) -> list[str]:
-        argv = [str(self.server_binary), "--no-defaults", f"--datadir={datadir}",
+    def start_argv(self, datadir: Path, rundir: Path, options: list[str], config: Path | None = None) -> list[str]:
+        # A user's config file replaces --no-defaults; pgolab's own options still follow it.
+        defaults = f"--defaults-file={config}" if config else "--no-defaults"
+        argv = [str(self.server_binary), defaults, f"--datadir={datadir}",
                 f"--socket={self.socket(rundir)}", "--skip-networking",
                 f"--pid-file={rundir / 'server.pid'}", f"--log-error={self.error_log(rundir)}",
                 "--innodb-buffer-pool-size=512M", *self.user_args()]
@@ -160,6 +162,9 @@ class MariaDBInstallation:
 
     def create_database_sql(self, name: str) -> str:
         return f"CREATE DATABASE IF NOT EXISTS {name}"
+
+    def database_exists_sql(self, name: str) -> str:
+        return f"SELECT 1 FROM information_schema.schemata WHERE schema_name = '{name}'"
 
     def sysbench_args(self, rundir: Path, database: str) -> list[str]:
         return ["--db-driver=mysql", f"--mysql-socket={self.socket(rundir)}", "--mysql-user=root",

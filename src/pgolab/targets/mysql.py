@@ -86,8 +86,8 @@ class MySQLInstallation(MariaDBInstallation):
             argv.append(f"--lc-messages-dir={self.lc_messages_dir}")
         return [Cmd(argv + self.user_args(), what="mysqld --initialize-insecure")]
 
-    def start_argv(self, datadir: Path, rundir: Path, options: list[str]) -> list[str]:
-        return super().start_argv(datadir, rundir, ["--mysqlx=OFF", *options])
+    def start_argv(self, datadir: Path, rundir: Path, options: list[str], config: Path | None = None) -> list[str]:
+        return super().start_argv(datadir, rundir, ["--mysqlx=OFF", *options], config)
 
     def _tool(self, name: str) -> str:
         name = {"mariadb": "mysql", "mariadb-admin": "mysqladmin"}.get(name, name)

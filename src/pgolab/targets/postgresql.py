@@ -93,8 +93,9 @@ class PostgreSQLInstallation:
         return [Cmd([str(self.bin_dir / "initdb"), "-D", str(datadir), "-U", "postgres",
                      "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"], what="initdb")]
 
-    def start_argv(self, datadir: Path, rundir: Path, options: list[str]) -> list[str]:
-        return [str(self.server_binary), "-D", str(datadir), "-c", "listen_addresses=",
+    def start_argv(self, datadir: Path, rundir: Path, options: list[str], config: Path | None = None) -> list[str]:
+        user_config = ["-c", f"config_file={config}"] if config else []
+        return [str(self.server_binary), "-D", str(datadir), *user_config, "-c", "listen_addresses=",
                 "-c", f"unix_socket_directories={rundir}", "-p", str(self.port),
                 "-c", "shared_buffers=256MB", "-c", "fsync=off", *options]
 
@@ -115,6 +116,9 @@ class PostgreSQLInstallation:
 
     def create_database_sql(self, name: str) -> str:
         return f"CREATE DATABASE {name}"
+
+    def database_exists_sql(self, name: str) -> str:
+        return f"SELECT 1 FROM pg_database WHERE datname = '{name}'"
 
     def sysbench_args(self, rundir: Path, database: str) -> list[str]:
         return ["--db-driver=pgsql", f"--pgsql-host={rundir}", f"--pgsql-port={self.port}",

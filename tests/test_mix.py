@@ -1,0 +1,92 @@
+"""The training mix against Debian's mariadbd and PostgreSQL: every class it claims ran,
+without error, as the servers' own counters show."""
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pgolab.mix import CLASSES, MYSQL_ENGINES, MixOptions
+from pgolab.runner import Runner
+from pgolab.server import ServerProcess, initialize_datadir
+from pgolab.targets import MariaDBInstallation, PostgreSQLInstallation
+from pgolab.workloads import parse_train, run_mix
+
+from conftest import need
+
+OPTIONS = MixOptions(statements=400, connections=3, rows=500, seed=7)
+
+
+def started(installation, tmp_path, options=()):
+    runner = Runner(tmp_path / "mix.log")
+    initialize_datadir(installation, tmp_path / "data", runner)
+    rundir = Path(tempfile.mkdtemp(prefix="pgolab-mix-"))
+    if installation.run_as:
+        from pgolab.targets.base import chown_tree
+        chown_tree(rundir, installation.run_as)
+    return ServerProcess(installation, tmp_path / "data", rundir, runner, options=list(options)), runner
+
+
+@pytest.mark.slow
+def test_mix_on_debian_mariadb_covers_every_class(tmp_path):
+    need("mariadbd")
+    spec = parse_train("mix", 10)
+    server, runner = started(MariaDBInstallation.system(), tmp_path,
+                             spec.server_options("mariadb", tmp_path / "data"))
+    with server:
+        report = run_mix(server, OPTIONS, runner)
+    assert report.errors == []
+    assert set(report.counts) == set(CLASSES) | {"ddl"}
+    for engine in MYSQL_ENGINES:
+        assert report.coverage[f"mix_{engine.lower()}_t"] > 0
+    for mode in ("off", "STATEMENT", "MIXED", "ROW"):
+        assert report.coverage[f"binlog_{mode}"] > 0
+    assert report.coverage["prepared"] > 0 and report.coverage["text"] > 0
+    c = report.server_counters
+    for counter in ("Com_select", "Com_insert", "Com_update", "Com_delete", "Com_commit", "Com_rollback",
+                    "Com_stmt_prepare", "Com_stmt_execute", "Com_create_table", "Com_alter_table",
+                    "Com_drop_table", "Binlog_commits", "Innodb_buffer_pool_write_requests", "Aria_pagecache_read_requests",
+                    "Key_read_requests"):
+        assert c[counter] > 0, f"{counter} did not move: {c}"
+    # The client's count of commits and rollbacks is what the server saw (at least).
+    assert c["Com_commit"] >= report.counts["txn_commit"]
+    assert c["Com_rollback"] >= report.counts["txn_rollback"]
+
+
+@pytest.mark.slow
+def test_mix_without_select_runs_no_select(tmp_path):
+    need("mariadbd")
+    server, runner = started(MariaDBInstallation.system(), tmp_path)
+    with server:
+        before = server.query("SHOW GLOBAL STATUS LIKE 'Com_select'").split()[-1]
+        report = run_mix(server, MixOptions(statements=150, connections=2, rows=300, no_select=True), runner)
+    assert report.errors == [] and not any(k.startswith("select") for k in report.counts)
+    assert "join" not in report.counts and report.counts["update_indexed"] > 0
+
+
+@pytest.mark.slow
+def test_mix_on_postgresql_uses_both_protocols(server_tmp):
+    pg = PostgreSQLInstallation.system("15")
+    if not pg.server_binary.exists():
+        pytest.fail("Debian's postgresql-15 is not installed: run scripts/setup-system.sh")
+    if pg.run_as:
+        from pgolab.targets.base import chown_tree
+        chown_tree(server_tmp, pg.run_as)
+    server, runner = started(pg, server_tmp)
+    with server:
+        report = run_mix(server, OPTIONS, runner)
+    assert report.errors == []
+    assert set(report.counts) == set(CLASSES) | {"ddl"}
+    assert report.coverage["prepared"] > 0 and report.coverage["text"] > 0
+    c = report.server_counters
+    for counter in ("xact_commit", "xact_rollback", "tup_inserted", "tup_updated", "tup_deleted", "tup_fetched",
+                    "idx_scan"):
+        assert c[counter] > 0, f"{counter} did not move: {c}"
+
+
+def test_mix_is_deterministic_for_a_seed():
+    import random
+    from pgolab.mix import _params
+    a = [_params("select_pk_range", random.Random(3), 1000, 1) for _ in range(3)]
+    b = [_params("select_pk_range", random.Random(3), 1000, 1) for _ in range(3)]
+    assert a == b
