@@ -18,6 +18,7 @@ import pytest
 
 from pgolab import sources
 from pgolab.build import BuildRequest, build, variant_dir
+from pgolab.quality import profile_check
 from pgolab.runner import Runner
 from pgolab.variants import parse
 from pgolab.workloads import parse_train
@@ -65,7 +66,7 @@ def test_gcc_pipeline_survives_an_interrupt_and_uses_its_profile(pg_tree):
     train_log = vdir / "logs" / "train.log"
     deadline = time.monotonic() + 1800
     while time.monotonic() < deadline and proc.poll() is None:
-        if train_log.exists() and "oltp_read_write" in train_log.read_text(errors="replace"):
+        if train_log.exists() and "training mix" in train_log.read_text(errors="replace"):
             break
         time.sleep(1)
     assert proc.poll() is None, proc.stdout.read()
@@ -88,6 +89,15 @@ def test_gcc_pipeline_survives_an_interrupt_and_uses_its_profile(pg_tree):
 
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "up to date" in again.stderr
+
+    # How well the training profile covers the benchmark suite, from the same instrumented build.
+    check = profile_check(BuildRequest(pg_tree, variant, parse_train("mix", TRAIN_SECONDS)),
+                          suite="quick", seconds=2)
+    assert 0.05 < check.overlap <= 1.0
+    assert check.functions_benchmark > 100 and check.functions_training > 100
+    record = json.loads((vdir / "build.json").read_text())
+    assert "profile_check" not in record or record["profile_check"]["overlap"] == check.overlap
+    assert json.loads((vdir / "profile-check.json").read_text())["training"] == "mix"
 
 
 @pytest.mark.slow

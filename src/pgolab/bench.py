@@ -36,6 +36,7 @@ class BenchTarget:
     kind: str                 # variant | binary
     installation: object
     description: dict
+    env: dict = field(default_factory=dict)   # e.g. where an instrumented server writes its profile
 
 
 @dataclass
@@ -139,7 +140,7 @@ def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget]
             if t.installation.run_as:
                 chown_tree(rundir, t.installation.run_as)
             server = ServerProcess(t.installation, datadir, rundir, Runner(workdir / "logs" / f"{t.label}.log"),
-                                   options=list(options.server_options))
+                                   options=list(options.server_options), env=dict(t.env))
             server.start()
             servers[t.label] = server
         for label, server in servers.items():   # data cached before measuring (sysbench 1.0 has no warm-up)
@@ -187,12 +188,13 @@ def prepare_golden(base: BenchTarget, workdir: Path, options: BenchOptions, runn
     inst = base.installation
     if inst.run_as:
         chown_tree(workdir, inst.run_as)
-    initialize_datadir(inst, golden, runner)
+    initialize_datadir(inst, golden, runner, env=base.env)
     rundir = Path(tempfile.mkdtemp(prefix="pgolab-load-"))
     if inst.run_as:
         chown_tree(rundir, inst.run_as)
     try:
-        with ServerProcess(inst, golden, rundir, runner, options=list(options.server_options)) as server:
+        with ServerProcess(inst, golden, rundir, runner, options=list(options.server_options),
+                           env=dict(base.env)) as server:
             server.ensure_database(BENCH_DATABASE)
             runner.run(["sysbench", "oltp_read_only", *inst.sysbench_args(rundir, BENCH_DATABASE),
                         f"--tables={options.tables}", f"--table-size={options.table_size}", "--threads=1",

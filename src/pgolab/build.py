@@ -152,7 +152,8 @@ class Pipeline:
         return variant, self.target.adapt_flags(variant, flags)
 
     # -- phases -------------------------------------------------------------
-    def run(self) -> BuildResult:
+    def run(self, until: str | None = None) -> BuildResult:
+        """All phases, or those up to and including `until`."""
         self.dir.mkdir(parents=True, exist_ok=True)
         lock = open(self.dir / ".lock", "w")
         try:
@@ -165,6 +166,8 @@ class Pipeline:
         base = _digest(__version__, self.source_digest, self.variant.name, versions,
                        self.request.extra_args, self.request.source.server)
         order, steps = self.plan(base)
+        if until:
+            steps = steps[:order.index(until) + 1]
         previous = base
         for name, description, extra_inputs, action in steps:
             digest = _digest(previous, name, extra_inputs() if callable(extra_inputs) else extra_inputs)
@@ -263,7 +266,7 @@ class Pipeline:
             chown_tree(work, installation.run_as)
             chown_tree(rundir, installation.run_as)
         datadir = work / "data"
-        initialize_datadir(installation, datadir, runner)
+        initialize_datadir(installation, datadir, runner, env=env)
         spec = self.request.train
         return ServerProcess(installation, datadir, rundir, runner, env=env or {},
                              options=spec.server_options(installation.server, datadir), config=spec.server_config)
@@ -332,6 +335,9 @@ class Pipeline:
             "profile": {k: phases[k] for k in ("merge", "check-profile") if k in phases},
             "smoke": phases.get("smoke", {}).get("version"),
         }
+        check = self.dir / "profile-check.json"
+        if check.exists():
+            record["profile_check"] = json.loads(check.read_text())
         (self.dir / "build.json").write_text(json.dumps(record, indent=2))
         return record
 

@@ -291,3 +291,28 @@ def print_terminal(data: dict) -> None:
                       r.rcpu.fmt() if r.rcpu else "n/a", f"{r.qps_median:.0f}")
     out.print(micro)
     out.print(noise_statement(data))
+
+
+@app.command("profile-check")
+def profile_check_cmd(
+    source_arg: str = typer.Argument(..., metavar="SOURCE"),
+    variant: str = typer.Option(..., "--variant", "-v", help="a PGO variant, e.g. rel_pgo_use"),
+    train: str = typer.Option("mix", "--train", help="the training loads of that variant"),
+    train_seconds: int = typer.Option(150, "--train-seconds"),
+    train_seed: int = typer.Option(1, "--train-seed"),
+    suite: str = typer.Option("quick", "--suite", help="benchmark suite run once on the instrumented build"),
+    seconds: int = typer.Option(5, "--seconds", help="seconds per microbenchmark"),
+    workload: Optional[str] = typer.Option(None, "--workload",
+                                           help="instead of the suite: loads as for --train (e.g. script:PATH)"),
+    jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j"),
+) -> None:
+    """How well a training profile covers a benchmark: overlap and the hot functions it misses."""
+    from .quality import profile_check
+    tree = _resolve_source(source_arg)
+    spec = parse_train(train, train_seconds, seed=train_seed)
+    chosen = parse_train(workload, train_seconds) if workload else None
+    request = BuildRequest(tree, variants_mod.parse(variant), spec, jobs=jobs)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console) as progress:
+        report = profile_check(request, RichReporter(progress), suite=suite, seconds=seconds, workload=chosen)
+    out.print(report.describe(), markup=False, highlight=False)

@@ -138,3 +138,112 @@ def check_consumed(compiler: str, build_dir: Path, profile_dir: Path, build_log:
                           hint="the instrumented and optimized builds must come from the same source and flags; "
                                "delete the variant's folder and build again")
     return check
+
+
+# --- comparing two profiles (pgolab profile-check) ------------------------------
+
+def redirect_env(compiler: str, compiled_dir: Path, target_dir: Path) -> dict[str, str]:
+    """Environment that sends an instrumented server's profile to target_dir instead of the
+    directory compiled into it (gcc: GCOV_PREFIX/GCOV_PREFIX_STRIP; clang: LLVM_PROFILE_FILE)."""
+    if compiler == "clang":
+        return runtime_env("clang", target_dir)
+    return {"GCOV_PREFIX": str(target_dir), "GCOV_PREFIX_STRIP": str(len(compiled_dir.parts) - 1)}
+
+
+def clang_function_weights(profdata: Path, llvm_profdata: str, runner: Runner) -> dict[str, int]:
+    """Function -> sum of its counters, from `llvm-profdata merge --text`."""
+    text = runner.run([llvm_profdata, "merge", "--text", "-o", "-", str(profdata)],
+                      what="llvm-profdata merge --text").output
+    weights: dict[str, int] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() == "# Func Hash:" and i >= 1:
+            name = lines[i - 1].strip()
+            n = int(lines[i + 3].strip())
+            values = lines[i + 5: i + 5 + n]
+            weights[name] = weights.get(name, 0) + sum(int(v) for v in values if v.strip().lstrip("-").isdigit())
+            i += 5 + n
+        else:
+            i += 1
+    return weights
+
+
+def gcc_function_weights(profile_dir: Path, build_dir: Path, runner: Runner, scratch: Path) -> dict[str, int]:
+    """Function -> entry count, read with gcov from .gcda files and the instrumented
+    build's .gcno files (gcc 12's `gcov-tool overlap` reported 0% for two identical
+    profiles here, so pgolab reads the counts with gcov itself)."""
+    import gzip
+    import json
+    import shutil as _shutil
+
+    _shutil.rmtree(scratch, ignore_errors=True)
+    staged = []
+    for gcda in profile_dir.glob("*.gcda"):
+        rel = Path(gcda.name[:-len(".gcda")].replace("#", "/"))
+        gcno = build_dir / (str(rel) + ".gcno")
+        if not gcno.exists():
+            continue
+        dest = scratch / rel.parent
+        dest.mkdir(parents=True, exist_ok=True)
+        _shutil.copy(gcda, dest / (rel.name + ".gcda"))
+        (dest / (rel.name + ".gcno")).symlink_to(gcno)
+        staged.append(str(rel) + ".gcda")
+    weights: dict[str, int] = {}
+    for start in range(0, len(staged), 200):
+        chunk = staged[start:start + 200]
+        out = runner.run(["gcov", "--json-format", "--stdout", *chunk], cwd=scratch, what="gcov --json-format",
+                         check=False).output
+        for line in out.splitlines():
+            if not line.startswith("{"):
+                continue
+            for f in json.loads(line).get("files", []):
+                for fn in f.get("functions", []):
+                    name = fn.get("demangled_name") or fn["name"]
+                    weights[name] = weights.get(name, 0) + int(fn.get("execution_count", 0))
+    return weights
+
+
+@dataclass
+class OverlapReport:
+    method: str
+    overlap: float                 # 0..1: sum over functions of min(share in A, share in B)
+    tool_overlap: str | None       # the compiler tool's own figure, where it has one
+    functions_benchmark: int
+    functions_training: int
+    unreached_hot: list[tuple[str, float]]   # benchmark functions the training never ran, with their share
+
+    def describe(self) -> str:
+        lines = [f"profile overlap (training vs benchmark): {self.overlap * 100:.1f}% ({self.method})"]
+        if self.tool_overlap:
+            lines.append(f"  {self.tool_overlap}")
+        lines.append(f"  functions run: {self.functions_benchmark} by the benchmark, "
+                     f"{self.functions_training} by the training")
+        if self.unreached_hot:
+            lines.append("  hottest benchmark functions the training did not reach:")
+            lines += [f"    {share * 100:6.2f}%  {name}" for name, share in self.unreached_hot]
+        else:
+            lines.append("  the training reached every function the benchmark ran")
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def overlap(training: dict[str, int], benchmark: dict[str, int], method: str, top: int = 15,
+            tool_overlap: str | None = None) -> OverlapReport:
+    t_total = sum(training.values()) or 1
+    b_total = sum(benchmark.values()) or 1
+    names = set(training) | set(benchmark)
+    score = sum(min(training.get(n, 0) / t_total, benchmark.get(n, 0) / b_total) for n in names)
+    unreached = sorted(((n, c / b_total) for n, c in benchmark.items() if c and not training.get(n)),
+                       key=lambda x: -x[1])[:top]
+    return OverlapReport(method, score, tool_overlap, sum(1 for c in benchmark.values() if c),
+                         sum(1 for c in training.values() if c), unreached)
+
+
+def llvm_overlap_figure(training: Path, benchmark: Path, llvm_profdata: str, runner: Runner) -> str | None:
+    out = runner.run([llvm_profdata, "overlap", str(training), str(benchmark)], check=False,
+                     what="llvm-profdata overlap").output
+    m = re.search(r"Edge profile overlap:\s*([0-9.]+%)", out)
+    return f"llvm-profdata overlap: edge profile overlap {m.group(1)}" if m else None

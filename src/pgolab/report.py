@@ -124,8 +124,14 @@ def markdown(data: dict) -> str:
     out += ["", "## Noise", "", noise_statement(data), "", "## Targets", ""]
     for t in data["targets"]:
         desc = json.loads(t["description"])
-        out.append(f"- `{t['label']}` ({t['kind']}): `{t['server_binary']}` — "
-                   f"{desc.get('description') or desc.get('version') or ''}")
+        line = (f"- `{t['label']}` ({t['kind']}): `{t['server_binary']}` — "
+                f"{desc.get('description') or desc.get('version') or ''}")
+        if desc.get("training"):
+            line += f"; trained with `{desc['training']}`"
+        if desc.get("profile_check"):
+            pc = desc["profile_check"]
+            line += f"; profile overlap with {pc['benchmark']}: {pc['overlap'] * 100:.1f}%"
+        out.append(line)
     host = json.loads(run["host"])
     out += ["", "## Host", "", f"{host['cpu']}, {host['cores']} cores, {host['memory_gib']} GiB, "
             f"kernel {host['kernel']}", "", "## Commands", ""]

@@ -30,7 +30,7 @@ def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
         return f"(no log at {path})"
 
 
-def initialize_datadir(installation, datadir: Path, runner: Runner) -> None:
+def initialize_datadir(installation, datadir: Path, runner: Runner, env: dict | None = None) -> None:
     """A fresh data directory (an unfinished one from an interrupted run is replaced)."""
     datadir = datadir.absolute()
     marker = datadir.parent / (datadir.name + ".initialized")
@@ -42,7 +42,7 @@ def initialize_datadir(installation, datadir: Path, runner: Runner) -> None:
         datadir.mkdir(mode=0o700)
         chown_tree(datadir, installation.run_as)
     for cmd in installation.init_commands(datadir):
-        runner.run(cmd.argv, cwd=cmd.cwd or datadir.parent, env=cmd.env, what=cmd.what,
+        runner.run(cmd.argv, cwd=cmd.cwd or datadir.parent, env={**cmd.env, **(env or {})}, what=cmd.what,
                    user=installation.run_as)
     marker.touch()
 

@@ -166,8 +166,10 @@ def flags_for(variant: Variant, toolchain, *, profile_dir: Path | None = None,
             if build_dir is None or not build_dir.is_absolute():
                 raise PgolabError("internal: gcc PGO build needs its absolute build directory")
             if variant.pgo == "gen":
+                # -ftest-coverage adds .gcno files (function names for `pgolab profile-check`);
+                # the counters and the code are those of -fprofile-generate alone.
                 flags.compile += [f"-fprofile-generate={profile_dir}", "-fprofile-update=prefer-atomic",
-                                  f"-fprofile-prefix-path={build_dir}"]
+                                  f"-fprofile-prefix-path={build_dir}", "-ftest-coverage"]
             else:
                 flags.compile += [f"-fprofile-use={profile_dir}", "-fprofile-correction",
                                   f"-fprofile-prefix-path={build_dir}", "-Wno-missing-profile"]

@@ -1,0 +1,86 @@
+"""How well a training profile covers a benchmark (`pgolab profile-check`).
+
+The instrumented build runs the benchmark suite once (or a workload the user
+chooses) with its profile sent to a second directory; the two profiles are then
+compared function by function: the overlap is the sum over functions of the
+smaller of their shares of all counts in each profile (1.0 = the same
+distribution), and the hottest benchmark functions the training never ran are
+listed. With clang, llvm-profdata's own overlap figure is reported too.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from . import bench, profiles
+from .build import BuildRequest, Pipeline, Reporter
+from .errors import PgolabError
+from .runner import Runner
+from .store import Store
+from .targets.base import chown_tree
+from .variants import MERGED_PROFILE
+from .workloads import TrainingSpec, run_training
+
+
+def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, suite: str = "quick",
+                  seconds: int = 5, workload: TrainingSpec | None = None) -> profiles.OverlapReport:
+    if not request.variant.is_pgo:
+        raise PgolabError(f"{request.variant.name} is not a PGO variant",
+                          hint="profile-check compares a PGO variant's training profile, e.g. --variant rel_pgo_use")
+    pipeline = Pipeline(request, reporter)
+    pipeline.run(until="merge")          # instrumented build and training profile, built if missing
+    compiler = request.variant.compiler
+    bench_dir = pipeline.dir / "profile-benchmark"
+    shutil.rmtree(bench_dir, ignore_errors=True)
+    bench_dir.mkdir(parents=True)
+    installation = pipeline.installation("gen")
+    if installation.run_as:
+        chown_tree(bench_dir, installation.run_as)
+    env = profiles.redirect_env(compiler, pipeline.profile_dir, bench_dir)
+    runner = Runner(pipeline.logs / "profile-check.log")
+    if workload is None:
+        target = bench.BenchTarget("instrumented", "variant", installation, {}, env=env)
+        # A fresh store and data each time: this run measures nothing, it only exercises the server.
+        store_path = pipeline.dir / "profile-check.sqlite"
+        store_path.unlink(missing_ok=True)
+        store = Store(store_path)
+        run_name = f"profile-check-{pipeline.dir.parent.name}-{request.variant.name}"
+        shutil.rmtree(bench.paths.runs_dir() / run_name, ignore_errors=True)
+        options = bench.BenchOptions(suite=suite, rounds=1, seconds=seconds, warmup_seconds=2)
+        bench.run_bench(store, run_name, "instrumented", [target], options, "pgolab profile-check")
+        store.close()
+        shutil.rmtree(bench.paths.runs_dir() / run_name, ignore_errors=True)
+        what = f"the {suite} benchmark suite ({seconds}s per microbenchmark)"
+    else:
+        server = pipeline.serve("gen", "profile-check", runner, env=env)
+        with server:
+            run_training(server, workload, runner)
+        shutil.rmtree(server.rundir, ignore_errors=True)
+        what = f"workload {workload.label}"
+    profiles.require_raw_profiles(bench_dir, compiler)
+    if compiler == "clang":
+        profiles.merge(bench_dir, "clang", pipeline.toolchain.profdata, runner)
+        train_w = profiles.clang_function_weights(pipeline.profile_dir / MERGED_PROFILE,
+                                                  pipeline.toolchain.profdata, runner)
+        bench_w = profiles.clang_function_weights(bench_dir / MERGED_PROFILE, pipeline.toolchain.profdata, runner)
+        tool = profiles.llvm_overlap_figure(pipeline.profile_dir / MERGED_PROFILE, bench_dir / MERGED_PROFILE,
+                                            pipeline.toolchain.profdata, runner)
+        method = "per-function counter sums from llvm-profdata"
+    else:
+        scratch = pipeline.dir / "profile-check-gcov"
+        build_dir = pipeline.build_dir("gen")
+        train_w = profiles.gcc_function_weights(pipeline.profile_dir, build_dir, runner, scratch / "training")
+        bench_w = profiles.gcc_function_weights(bench_dir, build_dir, runner, scratch / "benchmark")
+        shutil.rmtree(scratch, ignore_errors=True)
+        tool = None
+        method = "per-function entry counts read with gcov"
+        if not train_w:
+            raise PgolabError("no function names for the gcc profile (no .gcno files in the instrumented build)",
+                              hint="the instrumented build predates profile-check support; delete "
+                                   f"{pipeline.dir} and build again")
+    report = profiles.overlap(train_w, bench_w, method, tool_overlap=tool)
+    result = {"training": request.train.label, "benchmark": what, **report.as_dict()}
+    (pipeline.dir / "profile-check.json").write_text(json.dumps(result, indent=2))
+    return report
