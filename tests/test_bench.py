@@ -22,7 +22,7 @@ def debian_mariadb(label):
 @pytest.mark.slow
 def test_a_a_same_binary_shows_no_difference_and_resumes(tmp_path):
     store = Store(tmp_path / "results.sqlite")
-    options = bench.BenchOptions(suite="quick", rounds=3, seconds=3, table_size=10000, warmup_seconds=3)
+    options = bench.BenchOptions(suite="quick", rounds=3, seconds=2, table_size=10000, warmup_seconds=2)
     targets = [debian_mariadb("a"), debian_mariadb("b")]
     run_id = bench.run_bench(store, "aa", "a", targets, options, "pgolab bench (test)")
     rows = store.measurements(run_id)
@@ -65,7 +65,7 @@ def test_short_suite_on_postgresql(tmp_path):
         pytest.fail("Debian's postgresql-15 is not installed: run scripts/setup-system.sh")
     targets = [bench.BenchTarget(l, "binary", PostgreSQLInstallation.system("15"), {}) for l in ("pg-a", "pg-b")]
     store = Store(tmp_path / "results.sqlite")
-    options = bench.BenchOptions(suite="quick", rounds=2, seconds=2, table_size=5000, warmup_seconds=1)
+    options = bench.BenchOptions(suite="quick", rounds=2, seconds=1, table_size=5000, warmup_seconds=1)
     run_id = bench.run_bench(store, "pg", "pg-a", targets, options, "test")
     rows = store.measurements(run_id)
     assert len(rows) == len(suite.QUICK) * 2 * 2 and all(r["qps"] > 0 for r in rows)

@@ -45,15 +45,30 @@ def test_an_unused_profile_is_an_error(tmp_path):
     assert (check.objects, check.with_profile) == (1, 1)
 
 
-def test_clang_consumption_counts_unprofiled_warnings(tmp_path):
+def test_clang_consumption_is_read_from_the_objects(tmp_path):
+    """Real clang: an object built with a profile has profile-driven sections, one without has not."""
+    import subprocess
+    from conftest import need
+    need("clang-16")
+    src = tmp_path / "f.c"
+    src.write_text("int foo(int x){return x+1;}\nint bar(int x){return x*3;}\n"
+                   "int main(void){int s=0;for(int i=0;i<1000;i++)s+=foo(i);return s&1;}\n")
+    prof = tmp_path / "prof"
+    subprocess.run(["clang-16", "-O2", f"-fprofile-generate={prof}", str(src), "-o", str(tmp_path / "f")], check=True)
+    subprocess.run([str(tmp_path / "f")], env={"LLVM_PROFILE_FILE": str(prof / "r-%p.profraw")})
+    merged = tmp_path / "p.profdata"
+    subprocess.run(["llvm-profdata-16", "merge", "-o", str(merged), *map(str, prof.glob("*.profraw"))], check=True)
     build = tmp_path / "build"
     build.mkdir()
-    for name in ("a.o", "b.o", "c.o"):
-        (build / name).write_bytes(b"x")
-    log = tmp_path / "build.log"
-    log.write_text('warning: no profile data available for file "c.c" [-Wprofile-instr-unprofiled]\n')
-    check = profiles.check_consumed("clang", build, tmp_path, log)
-    assert (check.objects, check.with_profile) == (3, 2)
+    for name, extra in (("used.o", [f"-fprofile-use={merged}"]), ("plain.o", []),
+                        ("lto-used.o", ["-flto=thin", f"-fprofile-use={merged}"]), ("lto-plain.o", ["-flto=thin"])):
+        subprocess.run(["clang-16", "-O2", *extra, "-c", str(src), "-o", str(build / name)], check=True)
+    assert profiles.clang_object_used_profile(build / "used.o")
+    assert profiles.clang_object_used_profile(build / "lto-used.o")
+    assert not profiles.clang_object_used_profile(build / "plain.o")
+    assert not profiles.clang_object_used_profile(build / "lto-plain.o")
+    check = profiles.check_consumed("clang", build, prof, tmp_path / "none.log")
+    assert (check.objects, check.with_profile) == (4, 2)
 
 
 def test_runtime_profile_paths_are_absolute_and_per_process(tmp_path):

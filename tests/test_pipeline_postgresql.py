@@ -60,7 +60,7 @@ def assert_pipeline_record(record: dict, compiler: str) -> None:
 @pytest.mark.slow
 def test_gcc_pipeline_survives_an_interrupt_and_uses_its_profile(pg_tree):
     variant = parse("rel_pgo_use")
-    vdir = variant_dir(pg_tree, variant, sources.tree_digest(pg_tree.path))
+    vdir = variant_dir(pg_tree, variant.name, sources.tree_digest(pg_tree.path))
     cmd = pgolab("build", str(pg_tree.path), "--variant", variant.name, "--train-seconds", str(TRAIN_SECONDS))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     train_log = vdir / "logs" / "train.log"

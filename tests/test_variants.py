@@ -68,10 +68,9 @@ def test_gcc_pgo_flags_strip_the_build_dir_so_another_build_finds_the_gcda_files
             "-fprofile-prefix-path=/other"} <= set(use.compile)
 
 
-def test_clang_pgo_use_reads_the_merged_profile_and_reports_unprofiled_files():
+def test_clang_pgo_use_reads_the_merged_profile():
     use = variants.flags_for(variants.parse("rel_lto_pgo_use_clang"), CLANG, profile_dir=PROFILE)
     assert "-fprofile-use=/abs/profile/default.profdata" in use.compile
-    assert "-Wprofile-instr-unprofiled" in use.compile
 
 
 def test_relative_profile_dir_is_refused():

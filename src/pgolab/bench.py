@@ -237,7 +237,8 @@ def measure(server: ServerProcess, micro: suite_mod.Micro, key: str, round_: int
 # --- what to benchmark --------------------------------------------------------
 
 def variant_target(name: str, source_path: Path | None = None) -> BenchTarget:
-    """A variant pgolab built (the newest build of that name, or the one from source_path)."""
+    """A build pgolab made, by label (the variant name unless --label gave another): the newest
+    build of that name, or the one from source_path."""
     import json
 
     from .targets import target_for

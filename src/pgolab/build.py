@@ -60,6 +60,11 @@ class BuildRequest:
     extra_args: list[str] = field(default_factory=list)
     use_ccache: bool = True
     smoke: bool = True
+    label: str | None = None   # the build's folder name; lets one variant be built with several trainings
+
+    @property
+    def name(self) -> str:
+        return self.label or self.variant.name
 
 
 @dataclass
@@ -71,8 +76,9 @@ class BuildResult:
     up_to_date: bool
 
 
-def variant_dir(source: SourceTree, variant: Variant, source_digest: str) -> Path:
-    return paths.builds_dir() / f"{source.label}-{source_digest[:10]}" / variant.name
+def variant_dir(source: SourceTree, name: str, source_digest: str) -> Path:
+    """builds/<server>-<version>-<source digest>/<label or variant name>"""
+    return paths.builds_dir() / f"{source.label}-{source_digest[:10]}" / name
 
 
 def _digest(*parts: object) -> str:
@@ -81,6 +87,12 @@ def _digest(*parts: object) -> str:
         h.update(json.dumps(p, sort_keys=True, default=str).encode())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def _children_cpu_seconds() -> float:
+    import resource
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 class PhaseState:
@@ -129,7 +141,7 @@ class Pipeline:
         self.target = target_for(request.source.server)
         self.toolchain = find_toolchain(self.variant.compiler)
         self.source_digest = tree_digest(request.source.path)
-        self.dir = variant_dir(request.source, self.variant, self.source_digest)
+        self.dir = variant_dir(request.source, request.name, self.source_digest)
         self.logs = self.dir / "logs"
         self.profile_dir = self.dir / "profile"
         self.state: PhaseState | None = None
@@ -176,7 +188,7 @@ class Pipeline:
             else:
                 self.state.forget_from(name, order)
                 self.reporter.phase_started(name, description)
-                started = time.monotonic()
+                started, cpu_started = time.monotonic(), _children_cpu_seconds()
                 try:
                     extra = action() or {}
                 except BaseException:
@@ -184,6 +196,9 @@ class Pipeline:
                     self.state.add_partial(name, digest, time.monotonic() - started)
                     raise
                 seconds = time.monotonic() - started + self.state.partial(name, digest)
+                # CPU time of the commands (compilers, linkers): unlike wall time, it does not grow
+                # when something else shares the machine.
+                extra["cpu_seconds"] = round(_children_cpu_seconds() - cpu_started, 1)
                 self.state.record(name, digest, seconds, extra)
                 self.reporter.phase_finished(name, seconds)
                 self.ran_any = True
@@ -318,6 +333,7 @@ class Pipeline:
         assert self.state is not None
         phases = self.state.data["phases"]
         record = {
+            "label": self.request.name,
             "variant": self.variant.name,
             "description": self.variant.describe(),
             "server": self.request.source.server,
@@ -330,8 +346,10 @@ class Pipeline:
             "server_binary": str(self.target.server_binary(self.install_dir("final"))),
             "install_dir": str(self.install_dir("final")),
             "logs": str(self.logs),
-            "phases": {k: {"seconds": v["seconds"], "finished": v["finished"]} for k, v in phases.items()},
+            "phases": {k: {"seconds": v["seconds"], "cpu_seconds": v.get("cpu_seconds"), "finished": v["finished"]}
+                       for k, v in phases.items()},
             "build_seconds": round(sum(v["seconds"] for v in phases.values()), 1),
+            "build_cpu_seconds": round(sum(v.get("cpu_seconds") or 0 for v in phases.values()), 1),
             "profile": {k: phases[k] for k in ("merge", "check-profile") if k in phases},
             "smoke": phases.get("smoke", {}).get("version"),
         }

@@ -161,17 +161,21 @@ def build_cmd(
     no_ccache: bool = typer.Option(False, "--no-ccache"),
     no_smoke: bool = typer.Option(False, "--no-smoke", help="skip starting and querying the built server"),
     as_json: bool = typer.Option(False, "--json", help="print the build record as JSON"),
+    label: Optional[str] = typer.Option(None, "--label", help="name of the build (default: the variant name); "
+                                        "build one PGO variant with several trainings under different labels"),
 ) -> None:
     """Build variants; a PGO variant runs the whole pipeline (instrument, train, merge, optimize)."""
     tree = _resolve_source(source_arg)
     spec = parse_train(train, train_seconds, seed=train_seed, server_config=server_config)
     parsed = [variants_mod.parse(v) for v in variant]
+    if label and len(parsed) > 1:
+        raise PgolabError("--label names one build", hint="give one --variant with --label")
     console.print(f"source: {tree.server} {tree.version} at {tree.path}")
     records = []
     for v in parsed:
         console.rule(f"{v.name}: {v.describe()}")
         request = BuildRequest(tree, v, spec, jobs=jobs, extra_args=list(cmake_arg),
-                               use_ccache=not no_ccache, smoke=not no_smoke)
+                               use_ccache=not no_ccache, smoke=not no_smoke, label=label)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console, transient=False) as progress:
             result = run_build(request, RichReporter(progress))
@@ -305,13 +309,14 @@ def profile_check_cmd(
     workload: Optional[str] = typer.Option(None, "--workload",
                                            help="instead of the suite: loads as for --train (e.g. script:PATH)"),
     jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j"),
+    label: Optional[str] = typer.Option(None, "--label", help="the build's label, if it was given one"),
 ) -> None:
     """How well a training profile covers a benchmark: overlap and the hot functions it misses."""
     from .quality import profile_check
     tree = _resolve_source(source_arg)
     spec = parse_train(train, train_seconds, seed=train_seed)
     chosen = parse_train(workload, train_seconds) if workload else None
-    request = BuildRequest(tree, variants_mod.parse(variant), spec, jobs=jobs)
+    request = BuildRequest(tree, variants_mod.parse(variant), spec, jobs=jobs, label=label)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console) as progress:
         report = profile_check(request, RichReporter(progress), suite=suite, seconds=seconds, workload=chosen)

