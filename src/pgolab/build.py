@@ -362,3 +362,13 @@ class Pipeline:
 
 def build(request: BuildRequest, reporter: Reporter | None = None) -> BuildResult:
     return Pipeline(request, reporter or QuietReporter()).run()
+
+
+def finished_builds() -> list[dict]:
+    """Every build record under the builds folder, oldest first."""
+    records = []
+    for path in sorted(paths.builds_dir().glob("*/*/build.json"), key=lambda p: p.stat().st_mtime):
+        record = json.loads(path.read_text())
+        record.setdefault("label", record["variant"])
+        records.append(record)
+    return records

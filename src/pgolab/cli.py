@@ -321,3 +321,35 @@ def profile_check_cmd(
                   TimeElapsedColumn(), console=console) as progress:
         report = profile_check(request, RichReporter(progress), suite=suite, seconds=seconds, workload=chosen)
     out.print(report.describe(), markup=False, highlight=False)
+
+
+@app.command("builds")
+def builds_cmd(as_json: bool = typer.Option(False, "--json"),
+               markdown: bool = typer.Option(False, "--markdown", help="a Markdown table")) -> None:
+    """List finished builds: binary, wall and CPU time, profile use, smoke test answer."""
+    from .build import finished_builds
+    records = finished_builds()
+    if as_json:
+        out.print_json(json.dumps(records))
+        return
+    rows = []
+    for r in records:
+        check = r.get("profile", {}).get("check-profile")
+        used = f"{check['with_profile']}/{check['objects']} objects" if check else "-"
+        rows.append((r["label"], f"{r['server']} {r['source']['version']}", r["description"],
+                     f"{r['build_seconds'] / 60:.1f}", f"{(r.get('build_cpu_seconds') or 0) / 60:.1f}",
+                     r.get("training") or "-", used, (r.get("smoke") or "-")[:40], r["server_binary"]))
+    headers = ("build", "source", "what", "wall min", "CPU min", "training", "profile used", "smoke answer",
+               "server binary")
+    if markdown:
+        out.print("| " + " | ".join(headers) + " |", markup=False, highlight=False, soft_wrap=True)
+        out.print("|" + "---|" * len(headers), markup=False, highlight=False, soft_wrap=True)
+        for row in rows:
+            out.print("| " + " | ".join(row) + " |", markup=False, highlight=False, soft_wrap=True)
+        return
+    table = Table(title=f"builds in {paths.builds_dir()}")
+    for h in headers:
+        table.add_column(h, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    out.print(table)
