@@ -60,6 +60,11 @@ def _on_sigterm(signum, frame):
     raise KeyboardInterrupt
 
 
+def _say_interrupted() -> None:
+    console.print("[yellow]interrupted[/yellow]: finished phases and stored results are kept; "
+                  "run the same command to continue")
+
+
 def main() -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
@@ -68,8 +73,13 @@ def main() -> None:
         console.print(f"[bold red]error:[/bold red] {exc}", markup=True, highlight=False)
         sys.exit(1)
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/yellow]: finished phases are kept; run the same command to continue")
+        _say_interrupted()
         sys.exit(130)
+    except SystemExit as exc:
+        # typer turns Ctrl-C inside a command into exit status 130 without a word.
+        if exc.code == 130:
+            _say_interrupted()
+        raise
     finally:
         stop_all()
 

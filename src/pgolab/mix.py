@@ -109,6 +109,7 @@ class _Mix:
         self.options = options
         self.report = MixReport(self.server)
         self.lock = threading.Lock()
+        self.stop = threading.Event()
 
     # server-specific -------------------------------------------------------
     def connect(self): raise NotImplementedError
@@ -130,8 +131,15 @@ class _Mix:
                    for i in range(self.options.connections)]
         for t in threads:
             t.start()
-        for t in threads:
-            t.join()
+        try:
+            for t in threads:
+                t.join()
+        except BaseException:
+            # Ctrl-C: let the workers finish their statement before the server is stopped.
+            self.stop.set()
+            for t in threads:
+                t.join(timeout=10)
+            raise
         after = self.counters()
         self.report.server_counters = {k: after[k] - before.get(k, 0) for k in after}
         return self.report
@@ -147,7 +155,8 @@ class _Mix:
         conn = self.connect()
         try:
             step = 0
-            while (limit is None and time.monotonic() < deadline) or (limit is not None and step < limit):
+            while not self.stop.is_set() and (
+                    (limit is None and time.monotonic() < deadline) or (limit is not None and step < limit)):
                 table, other = self.tables()[step % len(self.tables())]
                 mode = self.session_setup(conn, index, step, rng)
                 if mode:
@@ -156,8 +165,12 @@ class _Mix:
                 coverage["prepared" if prepared else "text"] += 1
                 coverage[table] += 1
                 if index == 0 and step % 200 == 0:
-                    self.ddl(conn, index, step)
-                    counts["ddl"] += 1
+                    try:
+                        self.ddl(conn, index, step)
+                        counts["ddl"] += 1
+                    except Exception as exc:   # noqa: BLE001  -- recorded, the run goes on
+                        with self.lock:
+                            self.report.errors.append(f"ddl on {table}: {exc}")
                 cls = rng.choices(classes, weights)[0]
                 try:
                     new_id += 1

@@ -89,7 +89,8 @@ class ServerProcess:
                                   log=self.error_log, hint="fix the cause shown in the error log and run again")
             if self.installation.socket(self.rundir).exists():
                 result = self.runner.run(self.installation.client_argv(self.rundir, "SELECT 1"), check=False,
-                                         what="readiness check")
+                                         what="readiness check", env=self.env,
+                                         user=self.installation.run_as, cwd=self.rundir)
                 if result.returncode == 0:
                     return
             time.sleep(0.5)
@@ -101,7 +102,7 @@ class ServerProcess:
     def query(self, sql: str, database: str | None = None, what: str = "query") -> str:
         self.check_alive()
         result = self.runner.run(self.installation.client_argv(self.rundir, sql, database), what=what,
-                                 check=False)
+                                 check=False, env=self.env, user=self.installation.run_as, cwd=self.rundir)
         if result.returncode != 0:
             self.check_alive()
             raise PgolabError(f"{what} failed: {sql[:80]}", detail=result.output[-2000:], log=self.runner.log_path)
@@ -126,7 +127,10 @@ class ServerProcess:
             _LIVE.discard(self)
             return self.proc.returncode if self.proc else 0
         argv = self.installation.shutdown_argv(self.rundir, self.datadir)
-        self.runner.run(argv, check=False, what="shutdown", user=self.installation.run_as)
+        # The same environment as the server: an instrumented client (psql, pg_ctl) then writes
+        # its profile where the server's goes, not into a directory compiled into it.
+        self.runner.run(argv, check=False, what="shutdown", user=self.installation.run_as, env=self.env,
+                        cwd=self.rundir)
         try:
             code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

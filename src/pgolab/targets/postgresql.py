@@ -12,6 +12,21 @@ from .base import Cmd, unprivileged_user
 
 POSTGRESQL_CONFIGURE_OPTIONS = ["--without-icu", "--without-readline", "--without-llvm"]
 
+# What pgolab builds and installs: the server and what initialising, running and
+# querying a cluster needs (not ecpg, the other client programs or the test tools).
+# Each is `make -C <dir>` and then `make -C <dir> install`, in this order.
+POSTGRESQL_MAKE_DIRS = [
+    "src/backend",
+    "src/backend/utils/mb/conversion_procs",
+    "src/backend/snowball",
+    "src/pl/plpgsql",
+    "src/timezone",
+    "src/interfaces/libpq",
+    "src/bin/initdb",
+    "src/bin/pg_ctl",
+    "src/bin/psql",
+]
+
 
 def copt(flags: FlagSet) -> str:
     """PostgreSQL's COPT is appended to both CFLAGS and LDFLAGS by its makefiles:
@@ -55,12 +70,15 @@ class PostgreSQLTarget:
         return make_vars
 
     def build(self, build_dir: Path, jobs: int, flags: FlagSet) -> list[Cmd]:
-        return [Cmd(["make", "-C", str(build_dir), f"-j{jobs}", *self.make_vars(flags)], what="make")]
+        return [Cmd(["make", "-C", str(build_dir / d), f"-j{jobs}", *self.make_vars(flags)], what=f"make {d}")
+                for d in POSTGRESQL_MAKE_DIRS]
 
     def install(self, tree: Path, build_dir: Path, install_dir: Path, runner: Runner,
                 flags: FlagSet) -> None:
         shutil.rmtree(install_dir, ignore_errors=True)
-        runner.run(["make", "-C", str(build_dir), "install", *self.make_vars(flags)], what="make install")
+        for d in POSTGRESQL_MAKE_DIRS:
+            runner.run(["make", "-C", str(build_dir / d), "install", *self.make_vars(flags)],
+                       what=f"make install ({d})")
 
     def server_binary(self, install_dir: Path) -> Path:
         return install_dir / "bin" / "postgres"
