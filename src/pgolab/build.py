@@ -228,11 +228,16 @@ class Pipeline:
     def compile_steps(self, stage: str, label: str, profile_input: bool = False):
         prefix = "" if stage == "final" else f"{stage}-"
         variant, flags = self.stage_flags(stage)
-        profile = (lambda: profiles.profile_digest(self.profile_dir, self.variant.compiler)) if profile_input else None
+        # A configure depends on its flags and, for the optimized build, the merged profile.
+        if profile_input:
+            configure_input = lambda: {"flags": flags.as_dict(),  # noqa: E731
+                                       "profile": profiles.profile_digest(self.profile_dir, self.variant.compiler)}
+        else:
+            configure_input = flags.as_dict()
         what = f"{label} " if label else ""
         return [
             (f"{prefix}configure", f"configure {what}build ({variant.name})",
-             profile or flags.as_dict(), lambda: self.configure(stage)),
+             configure_input, lambda: self.configure(stage)),
             (f"{prefix}build", f"compile {what}build", flags.as_dict(), lambda: self.compile(stage)),
             (f"{prefix}install", f"install {what}build", None, lambda: self.install(stage)),
         ]

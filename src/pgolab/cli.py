@@ -12,6 +12,7 @@ from typing import List, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -53,7 +54,7 @@ class RichReporter:
             self.display.update(self.task, completed=done, total=total)
 
     def message(self, text):
-        self.display.console.print(f"  {text}")
+        self.display.console.print(f"  {escape(text)}")
 
 
 def _on_sigterm(signum, frame):
@@ -70,7 +71,7 @@ def main() -> None:
     try:
         app()
     except PgolabError as exc:
-        console.print(f"[bold red]error:[/bold red] {exc}", markup=True, highlight=False)
+        console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False)
         sys.exit(1)
     except KeyboardInterrupt:
         _say_interrupted()

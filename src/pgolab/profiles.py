@@ -154,7 +154,7 @@ def check_consumed(compiler: str, build_dir: Path, profile_dir: Path, build_log:
     if compiler == "gcc":
         names = {p.name for p in profile_dir.glob("*.gcda")}
         matched = sum(1 for o in objects if gcda_name(o) in names)
-        mismatched = log_text.count("coverage mismatch") + log_text.count("profile data may be corrupted")
+        mismatched = log_text.count("[-Wcoverage-mismatch]") + log_text.count("profile data may be corrupted")
         check = ConsumptionCheck("matching each object to its .gcda file", len(objects), matched, mismatched)
     else:
         used = sum(1 for o in objects if clang_object_used_profile(build_dir / o))

@@ -70,8 +70,12 @@ class PostgreSQLTarget:
         return make_vars
 
     def build(self, build_dir: Path, jobs: int, flags: FlagSet) -> list[Cmd]:
-        return [Cmd(["make", "-C", str(build_dir / d), f"-j{jobs}", *self.make_vars(flags)], what=f"make {d}")
-                for d in POSTGRESQL_MAKE_DIRS]
+        # The top-level makefile makes the generated headers before any subdirectory; building
+        # src/backend directly in parallel can otherwise compile before lwlocknames.h exists.
+        headers = Cmd(["make", "-C", str(build_dir / "src/backend"), "generated-headers", *self.make_vars(flags)],
+                      what="make generated-headers")
+        return [headers] + [Cmd(["make", "-C", str(build_dir / d), f"-j{jobs}", *self.make_vars(flags)],
+                                what=f"make {d}") for d in POSTGRESQL_MAKE_DIRS]
 
     def install(self, tree: Path, build_dir: Path, install_dir: Path, runner: Runner,
                 flags: FlagSet) -> None:
