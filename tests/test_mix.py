@@ -90,3 +90,18 @@ def test_mix_is_deterministic_for_a_seed():
     a = [_params("select_pk_range", random.Random(3), 1000, 1) for _ in range(3)]
     b = [_params("select_pk_range", random.Random(3), 1000, 1) for _ in range(3)]
     assert a == b
+
+
+@pytest.mark.slow
+def test_concurrent_deletes_do_not_collide_on_postgresql(server_tmp):
+    """Deletes put their row back; with few rows and several connections, two workers
+    deleting the same id would both re-insert it and fail on the primary key."""
+    pg = PostgreSQLInstallation.system("15")
+    if pg.run_as:
+        from pgolab.targets.base import chown_tree
+        chown_tree(server_tmp, pg.run_as)
+    server, runner = started(pg, server_tmp)
+    with server:
+        report = run_mix(server, MixOptions(statements=300, connections=4, rows=20, seed=3, no_select=True), runner)
+    assert report.errors == []
+    assert report.counts["delete"] > 20

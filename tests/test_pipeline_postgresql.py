@@ -8,6 +8,7 @@ show that nothing is left running and that the re-run continues.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pgolab import sources
+from pgolab import profiles, sources
 from pgolab.build import BuildRequest, build, variant_dir
 from pgolab.quality import profile_check
 from pgolab.runner import Runner
@@ -76,8 +77,10 @@ def test_gcc_pipeline_survives_an_interrupt_and_uses_its_profile(pg_tree):
     assert proc.returncode == 130, output
     assert "interrupted" in output
     assert postgres_processes(vdir) == [], "no server left running after Ctrl-C"
+    gen_state = json.loads((vdir.parent / "rel_pgo_gen" / "state.json").read_text())
+    assert "build" in gen_state["phases"], "the instrumented build finished before the interrupt"
     state = json.loads((vdir / "state.json").read_text())
-    assert "gen-build" in state["phases"] and "train" not in state["phases"]
+    assert "train" not in state["phases"]
 
     rerun = subprocess.run(cmd + ["--json"], capture_output=True, text=True, timeout=3000)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
@@ -89,6 +92,21 @@ def test_gcc_pipeline_survives_an_interrupt_and_uses_its_profile(pg_tree):
 
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "up to date" in again.stderr
+
+    # A second training of the same variant, under its own label, reuses the instrumented build
+    # and writes its own profile.
+    other = subprocess.run(pgolab("build", str(pg_tree.path), "--variant", variant.name, "--label", "noselect",
+                                  "--train", "mix-noselect", "--train-seconds", str(TRAIN_SECONDS), "--json"),
+                           capture_output=True, text=True, timeout=3000)
+    assert other.returncode == 0, other.stdout + other.stderr
+    assert re.search(r"gen-build: compile instrumented build\s+\(up to date, skipped\)", other.stderr), other.stderr
+    other_record = json.loads(other.stdout)[0]
+    assert_pipeline_record(other_record, "gcc")
+    assert other_record["training"] == "mix-noselect" and other_record["label"] == "noselect"
+    noselect_profile = vdir.parent / "noselect" / "profile"
+    assert profiles.profile_digest(noselect_profile, "gcc") != profiles.profile_digest(vdir / "profile", "gcc")
+    assert not list((vdir.parent / "rel_pgo_gen" / "profile").glob("*.gcda")), \
+        "trainings write to their own folders, not the directory compiled into the instrumented build"
 
     # How well the training profile covers the benchmark suite, from the same instrumented build.
     check = profile_check(BuildRequest(pg_tree, variant, parse_train("mix", TRAIN_SECONDS)),

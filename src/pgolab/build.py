@@ -5,6 +5,11 @@ interrupted build continues where it stopped (ninja and make resume their own
 work) and an unchanged one does nothing. For a PGO variant the plan is the
 whole pipeline: instrumented build, training run, profile merge, optimized
 build, a check that the profile was used, and a smoke test of the server.
+
+The instrumented build is a build of its own (the `_pgo_gen` variant, in its
+own folder with its own phases), shared by every label of the same PGO
+variant: training the same variant with several loads costs one instrumented
+build, and each training sends its profile to its own folder at run time.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import re
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -74,6 +79,29 @@ class BuildResult:
     install_dir: Path
     record: dict
     up_to_date: bool
+    digest: str      # of the last phase: what a build that depends on this one chains from
+
+
+class PrefixedReporter:
+    """Shows the phases of a nested build (the shared instrumented build) under a prefix."""
+
+    def __init__(self, prefix: str, inner: "Reporter"):
+        self.prefix, self.inner = prefix, inner
+
+    def phase_started(self, name, description):
+        self.inner.phase_started(f"{self.prefix}{name}", description)
+
+    def phase_skipped(self, name, description):
+        self.inner.phase_skipped(f"{self.prefix}{name}", description)
+
+    def phase_finished(self, name, seconds):
+        self.inner.phase_finished(f"{self.prefix}{name}", seconds)
+
+    def progress(self, done, total):
+        self.inner.progress(done, total)
+
+    def message(self, text):
+        self.inner.message(text)
 
 
 def variant_dir(source: SourceTree, name: str, source_digest: str) -> Path:
@@ -134,34 +162,48 @@ class PhaseState:
 
 
 class Pipeline:
-    def __init__(self, request: BuildRequest, reporter: Reporter | None = None):
+    def __init__(self, request: BuildRequest, reporter: Reporter | None = None, source_digest: str | None = None):
         self.request = request
         self.reporter = reporter or QuietReporter()
         self.variant = request.variant
         self.target = target_for(request.source.server)
         self.toolchain = find_toolchain(self.variant.compiler)
-        self.source_digest = tree_digest(request.source.path)
+        self.source_digest = source_digest or tree_digest(request.source.path)
         self.dir = variant_dir(request.source, request.name, self.source_digest)
         self.logs = self.dir / "logs"
+        # Where this build's profile lives: what its training wrote (pgo=use), or the
+        # directory compiled into the binary (pgo=gen; a training redirects it at run time).
         self.profile_dir = self.dir / "profile"
         self.state: PhaseState | None = None
         self.ran_any = False
+        self.instrumented: Pipeline | None = None
+        if self.variant.pgo == "use":
+            gen_request = replace(request, variant=self.variant.instrumented(), label=None, smoke=False)
+            self.instrumented = Pipeline(gen_request, PrefixedReporter("gen-", self.reporter), self.source_digest)
 
     # -- layout -------------------------------------------------------------
+    # Stages: "final" is this build's own; "gen" is the shared instrumented build's.
+    def _stage_owner(self, stage: str) -> "Pipeline":
+        if stage == "gen":
+            if self.instrumented is None:
+                raise PgolabError(f"internal: {self.variant.name} has no instrumented stage")
+            return self.instrumented
+        return self
+
     def build_dir(self, stage: str) -> Path:
-        return self.dir / stage / "build"
+        return self._stage_owner(stage).dir / "final" / "build"
 
     def install_dir(self, stage: str) -> Path:
-        return self.dir / stage / "install"
+        return self._stage_owner(stage).dir / "final" / "install"
 
     def runner(self, log_name: str, on_line: Callable[[str], None] | None = None) -> Runner:
         return Runner(self.logs / f"{log_name}.log", on_line=on_line)
 
     def stage_flags(self, stage: str) -> tuple[Variant, FlagSet]:
-        variant = self.variant.instrumented() if stage == "gen" else self.variant
-        flags = flags_for(variant, self.toolchain, profile_dir=self.profile_dir,
-                          build_dir=self.build_dir(stage))
-        return variant, self.target.adapt_flags(variant, flags)
+        owner = self._stage_owner(stage)
+        flags = flags_for(owner.variant, self.toolchain, profile_dir=owner.profile_dir,
+                          build_dir=owner.build_dir("final"))
+        return owner.variant, self.target.adapt_flags(owner.variant, flags)
 
     # -- phases -------------------------------------------------------------
     def run(self, until: str | None = None) -> BuildResult:
@@ -181,6 +223,12 @@ class Pipeline:
         if until:
             steps = steps[:order.index(until) + 1]
         previous = base
+        if self.instrumented is not None:
+            # Builds (or finds up to date) the shared instrumented build; a change there
+            # re-runs this build's training and everything after it.
+            gen = self.instrumented.run()
+            self.ran_any |= not gen.up_to_date
+            previous = _digest(base, gen.digest)
         for name, description, extra_inputs, action in steps:
             digest = _digest(previous, name, extra_inputs() if callable(extra_inputs) else extra_inputs)
             if self.state.matches(name, digest):
@@ -205,29 +253,28 @@ class Pipeline:
             previous = digest
         record = self.write_record(versions)
         return BuildResult(self.dir, self.target.server_binary(self.install_dir("final")),
-                           self.install_dir("final"), record, up_to_date=not self.ran_any)
+                           self.install_dir("final"), record, up_to_date=not self.ran_any, digest=previous)
 
     def plan(self, base: str):
         steps = []
-        if self.variant.is_pgo:
-            steps += self.compile_steps("gen", "instrumented")
+        if self.variant.pgo == "use":
             steps += [
                 ("train", f"training run ({self.request.train.label}, {self.request.train.seconds}s)",
                  self.request.train.digest_input(), self.train),
                 ("merge", "profile merge and statistics", None, self.merge),
             ]
-            steps += self.compile_steps("final", "optimized", profile_input=True)
+            steps += self.compile_steps("optimized", profile_input=True)
             steps.append(("check-profile", "check that the optimized build used the profile", None,
                           self.check_profile))
         else:
-            steps += self.compile_steps("final", "")
+            steps += self.compile_steps("instrumented" if self.variant.pgo == "gen" else "")
         if self.request.smoke:
             steps.append(("smoke", "start the server, query it, stop it cleanly", None, self.smoke))
         return [s[0] for s in steps], steps
 
-    def compile_steps(self, stage: str, label: str, profile_input: bool = False):
-        prefix = "" if stage == "final" else f"{stage}-"
-        variant, flags = self.stage_flags(stage)
+    def compile_steps(self, label: str, profile_input: bool = False):
+        """Configure, compile and install this pipeline's own build (its "final" stage)."""
+        variant, flags = self.stage_flags("final")
         # A configure depends on its flags and, for the optimized build, the merged profile.
         if profile_input:
             configure_input = lambda: {"flags": flags.as_dict(),  # noqa: E731
@@ -236,40 +283,40 @@ class Pipeline:
             configure_input = flags.as_dict()
         what = f"{label} " if label else ""
         return [
-            (f"{prefix}configure", f"configure {what}build ({variant.name})",
-             configure_input, lambda: self.configure(stage)),
-            (f"{prefix}build", f"compile {what}build", flags.as_dict(), lambda: self.compile(stage)),
-            (f"{prefix}install", f"install {what}build", None, lambda: self.install(stage)),
+            ("configure", f"configure {what}build ({variant.name})", configure_input, self.configure),
+            ("build", f"compile {what}build", flags.as_dict(), self.compile),
+            ("install", f"install {what}build", None, self.install),
         ]
 
-    def configure(self, stage: str) -> dict:
-        build_dir = self.build_dir(stage)
+    def configure(self) -> dict:
+        build_dir = self.build_dir("final")
         # Always from an empty directory: stale objects would hide a flag or profile change.
         shutil.rmtree(build_dir, ignore_errors=True)
-        variant, flags = self.stage_flags(stage)
-        runner = self.runner(f"{stage}-configure")
+        variant, flags = self.stage_flags("final")
+        runner = self.runner("configure")
         use_ccache = self.request.use_ccache and not variant.is_pgo
         for cmd in self.target.configure(self.request.source.path, build_dir, self.toolchain, flags, variant,
                                          self.request.extra_args, use_ccache, self.profile_dir):
             runner.run(cmd.argv, cwd=cmd.cwd, env=cmd.env, what=cmd.what)
         return {"flags": flags.as_dict()}
 
-    def compile(self, stage: str) -> dict:
-        _, flags = self.stage_flags(stage)
+    def compile(self) -> dict:
+        _, flags = self.stage_flags("final")
 
         def on_line(line: str) -> None:
             if m := NINJA_PROGRESS.match(line):
                 self.reporter.progress(int(m.group(1)), int(m.group(2)))
-        runner = self.runner(f"{stage}-build", on_line)
-        for cmd in self.target.build(self.build_dir(stage), self.request.jobs, flags):
+        runner = self.runner("build", on_line)
+        for cmd in self.target.build(self.build_dir("final"), self.request.jobs, flags):
             runner.run(cmd.argv, cwd=cmd.cwd, env=cmd.env, what=cmd.what)
         return {}
 
-    def install(self, stage: str) -> dict:
-        _, flags = self.stage_flags(stage)
-        runner = self.runner(f"{stage}-install")
-        self.target.install(self.request.source.path, self.build_dir(stage), self.install_dir(stage), runner, flags)
-        binary = self.target.server_binary(self.install_dir(stage))
+    def install(self) -> dict:
+        _, flags = self.stage_flags("final")
+        runner = self.runner("install")
+        install_dir = self.install_dir("final")
+        self.target.install(self.request.source.path, self.build_dir("final"), install_dir, runner, flags)
+        binary = self.target.server_binary(install_dir)
         return {"server_binary": str(binary), "binary_bytes": binary.stat().st_size}
 
     def installation(self, stage: str):
@@ -298,7 +345,8 @@ class Pipeline:
         if installation.run_as:
             chown_tree(self.profile_dir, installation.run_as)
         runner = self.runner("train")
-        env = profiles.runtime_env(self.variant.compiler, self.profile_dir)
+        # The instrumented build is shared: its profile goes to this build's folder.
+        env = profiles.redirect_env(self.variant.compiler, self.instrumented.profile_dir, self.profile_dir)
         server = self.serve("gen", "train", runner, env=env)
         try:
             with server:
@@ -319,7 +367,7 @@ class Pipeline:
 
     def check_profile(self) -> dict:
         check = profiles.check_consumed(self.variant.compiler, self.build_dir("final"), self.profile_dir,
-                                        self.logs / "final-build.log")
+                                        self.logs / "build.log")
         self.reporter.message(f"profile used: {check.describe()}")
         return check.as_dict()
 
@@ -336,7 +384,9 @@ class Pipeline:
 
     def write_record(self, versions: dict) -> dict:
         assert self.state is not None
-        phases = self.state.data["phases"]
+        phases = dict(self.state.data["phases"])
+        if self.instrumented is not None and self.instrumented.state is not None:
+            phases = {**{f"gen-{k}": v for k, v in self.instrumented.state.data["phases"].items()}, **phases}
         record = {
             "label": self.request.name,
             "variant": self.variant.name,
@@ -346,8 +396,9 @@ class Pipeline:
                        "digest": self.source_digest},
             "toolchain": versions,
             "flags": {stage: self.stage_flags(stage)[1].as_dict()
-                      for stage in (["gen", "final"] if self.variant.is_pgo else ["final"])},
-            "training": self.request.train.label if self.variant.is_pgo else None,
+                      for stage in (["gen", "final"] if self.instrumented else ["final"])},
+            "training": self.request.train.label if self.instrumented else None,
+            "instrumented_build": str(self.instrumented.dir) if self.instrumented else None,
             "server_binary": str(self.target.server_binary(self.install_dir("final"))),
             "install_dir": str(self.install_dir("final")),
             "logs": str(self.logs),

@@ -174,7 +174,7 @@ class _Mix:
                 cls = rng.choices(classes, weights)[0]
                 try:
                     new_id += 1
-                    self.statement(conn, cls, table, other, rng, prepared, new_id)
+                    self.statement(conn, cls, table, other, rng, prepared, new_id, index)
                     counts[cls] += 1
                 except Exception as exc:   # noqa: BLE001  -- recorded, the run goes on
                     with self.lock:
@@ -186,7 +186,7 @@ class _Mix:
                 self.report.counts.update(counts)
                 self.report.coverage.update(coverage)
 
-    def statement(self, conn, cls, table, other, rng, prepared, new_id) -> None:
+    def statement(self, conn, cls, table, other, rng, prepared, new_id, worker) -> None:
         rows = self.options.rows
         if cls == "insert_multi":
             values = [_row(rng, new_id * 10 + j, rows) for j in range(5)]
@@ -199,8 +199,10 @@ class _Mix:
             self.execute(conn, SQL["insert_single"].format(t=table), _row(rng, new_id, rows), prepared)
             self.execute(conn, "COMMIT" if cls == "txn_commit" else "ROLLBACK", (), False)
         elif cls == "delete":
-            # Delete a row and put it back, so the table keeps its size.
-            id_ = rng.randint(1, rows)
+            # Delete a row and put it back, so the table keeps its size. Each worker takes ids of
+            # its own (id = worker + 1 modulo connections): two workers deleting the same id would
+            # both put it back, and the second insert would fail on the primary key.
+            id_ = rng.randrange(worker + 1, rows + 1, self.options.connections)
             self.execute(conn, SQL["delete"].format(t=table), (id_,), prepared)
             self.execute(conn, SQL["insert_single"].format(t=table), _row(rng, id_, rows), prepared)
         else:

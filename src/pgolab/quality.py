@@ -26,7 +26,7 @@ from .workloads import TrainingSpec, run_training
 
 def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, suite: str = "quick",
                   seconds: int = 5, workload: TrainingSpec | None = None) -> profiles.OverlapReport:
-    if not request.variant.is_pgo:
+    if request.variant.pgo != "use":
         raise PgolabError(f"{request.variant.name} is not a PGO variant",
                           hint="profile-check compares a PGO variant's training profile, e.g. --variant rel_pgo_use")
     pipeline = Pipeline(request, reporter)
@@ -38,7 +38,7 @@ def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, su
     installation = pipeline.installation("gen")
     if installation.run_as:
         chown_tree(bench_dir, installation.run_as)
-    env = profiles.redirect_env(compiler, pipeline.profile_dir, bench_dir)
+    env = profiles.redirect_env(compiler, pipeline.instrumented.profile_dir, bench_dir)
     runner = Runner(pipeline.logs / "profile-check.log")
     if workload is None:
         target = bench.BenchTarget("instrumented", "variant", installation, {}, env=env)
