@@ -287,16 +287,21 @@ def print_terminal(data: dict) -> None:
     from .report import noise_statement
     run = data["run"]
     summary = Table(title=f"run {run['name']}: {run['server']}, base {data['base']}, suite {run['suite']}")
-    for col in ("variant", "avg rQPS [95% CI]", "median rQPS [95% CI]", "verdict"):
+    for col in ("variant", "avg rQPS [95% CI]", "median rQPS [95% CI]", "verdict",
+                "avg rCPU [95% CI]", "median rCPU [95% CI]", "verdict (rCPU)"):
         summary.add_column(col)
     for label, s in data["summaries"].items():
-        summary.add_row(label, s["avg"].fmt(), s["median"].fmt(), s["avg"].verdict())
+        cpu, cpu_median = s.get("cpu_avg"), s.get("cpu_median")
+        summary.add_row(label, s["avg"].fmt(), s["median"].fmt(), s["avg"].verdict(),
+                        cpu.fmt() if cpu else "n/a", cpu_median.fmt() if cpu_median else "n/a",
+                        cpu.verdict() if cpu else "n/a")
     out.print(summary)
-    groups = Table(title="per group (rQPS)")
-    for col in ("group", "variant", "min", "max", "avg", "median"):
+    groups = Table(title="per group (rQPS; rCPU = server CPU per query, base / variant)")
+    for col in ("group", "variant", "metric", "min", "max", "avg", "median"):
         groups.add_column(col)
-    for (group, label), g in data["groups"].items():
-        groups.add_row(group, label, *(f"{g[k]:.3f}" for k in ("min", "max", "avg", "median")))
+    for (group, label, metric), g in data["groups"].items():
+        groups.add_row(group, label, "rQPS" if metric == "qps" else "rCPU",
+                       *(f"{g[k]:.3f}" for k in ("min", "max", "avg", "median")))
     out.print(groups)
     micro = Table(title="per microbenchmark")
     for col in ("group", "microbenchmark", "variant", "rQPS [95% CI]", "verdict", "rCPU [95% CI]", "QPS"):

@@ -47,6 +47,8 @@ def compute(store: Store, run_ref: str | int | None) -> dict:
     micros = list(dict.fromkeys(r["micro"] for r in rows))
     result_rows: list[Row] = []
     per_label: dict[str, tuple[list, list]] = {l: ([], []) for l in labels if l != base}
+    # The same for CPU per query, inverted (base / variant) so that > 1 is better, like rQPS.
+    per_label_cpu: dict[str, tuple[list, list]] = {l: ([], []) for l in per_label}
     for micro in micros:
         b = series.get((micro, base), {})
         for label in labels:
@@ -61,7 +63,10 @@ def compute(store: Store, run_ref: str | int | None) -> dict:
             rcpu = None
             if all(b[i]["cpu"] and v[i]["cpu"] for i in common):
                 # Inverted so that > 1 means less CPU per query for the variant.
-                rcpu = stats.ratio_estimate([b[i]["cpu"] for i in common], [v[i]["cpu"] for i in common])
+                bc, vc = [b[i]["cpu"] for i in common], [v[i]["cpu"] for i in common]
+                rcpu = stats.ratio_estimate(bc, vc)
+                per_label_cpu[label][0].append(bc)
+                per_label_cpu[label][1].append(vc)
             sp = stats.spread(vq)
             result_rows.append(Row(micro, groups[micro], label, rqps, rcpu, sp["median"], sp["rel_range"]))
             per_label[label][0].append(vq)
@@ -71,17 +76,31 @@ def compute(store: Store, run_ref: str | int | None) -> dict:
         if vs:
             summaries[label] = {"avg": stats.summary_estimate(vs, bs, "avg"),
                                 "median": stats.summary_estimate(vs, bs, "median")}
+            bc, vc = per_label_cpu[label]
+            # Only where every microbenchmark has a CPU figure: a partial summary would mislead.
+            if len(bc) == len(vs):
+                summaries[label]["cpu_avg"] = stats.summary_estimate(bc, vc, "avg")
+                summaries[label]["cpu_median"] = stats.summary_estimate(bc, vc, "median")
     group_tables = {}
-    for group in GROUPS:
-        for label in per_label:
-            values = [r.rqps.value for r in result_rows if r.group == group and r.label == label]
-            if values:
-                group_tables[(group, label)] = stats.group_summary(values)
-    base_noise = [stats.spread([x["qps"] for x in series[(m, base)].values()])["rel_range"]
-                  for m in micros if (m, base) in series and len(series[(m, base)]) > 1]
+    for metric, estimate_of in (("qps", lambda r: r.rqps), ("cpu", lambda r: r.rcpu)):
+        for group in GROUPS:
+            for label in per_label:
+                values = [estimate_of(r).value for r in result_rows
+                          if r.group == group and r.label == label and estimate_of(r) is not None]
+                if values:
+                    group_tables[(group, label, metric)] = stats.group_summary(values)
+    def base_noise(metric: str) -> list[float]:
+        """Per microbenchmark, how much the base's own figure moved between rounds."""
+        out = []
+        for m in micros:
+            values = [x[metric] for x in series.get((m, base), {}).values()]
+            if len(values) > 1 and all(values):
+                out.append(stats.spread(values)["rel_range"])
+        return out
+
     return {"run": dict(run), "targets": [dict(t) for t in store.targets(run["id"])], "rows": result_rows,
             "summaries": summaries, "groups": group_tables, "labels": list(per_label), "base": base,
-            "measurements": len(rows), "base_noise": base_noise}
+            "measurements": len(rows), "base_noise": base_noise("qps"), "base_cpu_noise": base_noise("cpu")}
 
 
 def noise_statement(data: dict) -> str:
@@ -91,12 +110,18 @@ def noise_statement(data: dict) -> str:
         return "Only one round per microbenchmark: no statement about noise is possible."
     import numpy as np
     flagged = sum(1 for r in data["rows"] if not r.rqps.no_difference)
+    rows_cpu = [r for r in data["rows"] if r.rcpu is not None]
+    flagged_cpu = sum(1 for r in rows_cpu if not r.rcpu.no_difference)
+    cpu_noise = data.get("base_cpu_noise") or []
+    cpu_text = (f" Its server CPU time per query varied by a median of {np.median(cpu_noise) * 100:.0f}% "
+                f"(max {max(cpu_noise) * 100:.0f}%)." if cpu_noise else "")
     return (f"{opts['rounds']} interleaved rounds of {opts['seconds']}s per microbenchmark. "
             f"Between rounds, the base's own QPS varied by a median of {np.median(noise) * 100:.0f}% "
-            f"(max {max(noise) * 100:.0f}%) of its median. Each rQPS is the geometric mean of per-round ratios "
-            f"with a 95% Student-t interval on their logarithms; {flagged} of {len(data['rows'])} "
-            f"microbenchmark results exclude 1.0, the others are marked 'no difference'. "
-            f"Server CPU time per query (rCPU) is usually steadier than wall-clock QPS here.")
+            f"(max {max(noise) * 100:.0f}%) of its median.{cpu_text} Each rQPS is the geometric mean of "
+            f"per-round ratios with a 95% Student-t interval on their logarithms; {flagged} of "
+            f"{len(data['rows'])} microbenchmark results exclude 1.0, the others are marked 'no difference'"
+            f" (rCPU: {flagged_cpu} of {len(rows_cpu)}). Wall-clock QPS here is bounded by client and kernel "
+            f"round trips, so server CPU time per query (rCPU) shows a build's own effect more directly.")
 
 
 def _fmt(e: stats.Estimate | None) -> str:
@@ -109,12 +134,19 @@ def markdown(data: dict) -> str:
            f"Server: {run['server']}; base: `{data['base']}`; suite: {run['suite']}; "
            f"{data['measurements']} measurements; status: {run['status']}.", "",
            "## Per variant (over all microbenchmarks)", "",
-           "| variant | avg rQPS [95% CI] | median rQPS [95% CI] | verdict (avg) |", "|---|---|---|---|"]
+           "| variant | avg rQPS [95% CI] | median rQPS [95% CI] | verdict (avg) "
+           "| avg rCPU [95% CI] | median rCPU [95% CI] | verdict (avg rCPU) |", "|---|---|---|---|---|---|---|"]
     for label, s in data["summaries"].items():
-        out.append(f"| {label} | {_fmt(s['avg'])} | {_fmt(s['median'])} | {s['avg'].verdict()} |")
-    out += ["", "## Per group (rQPS)", "", "| group | variant | min | max | avg | median |", "|---|---|---|---|---|---|"]
-    for (group, label), g in data["groups"].items():
-        out.append(f"| {group} | {label} | {g['min']:.3f} | {g['max']:.3f} | {g['avg']:.3f} | {g['median']:.3f} |")
+        cpu = s.get("cpu_avg")
+        out.append(f"| {label} | {_fmt(s['avg'])} | {_fmt(s['median'])} | {s['avg'].verdict()} "
+                   f"| {_fmt(cpu)} | {_fmt(s.get('cpu_median'))} | {cpu.verdict() if cpu else 'n/a'} |")
+    for metric, title in (("qps", "rQPS"), ("cpu", "rCPU: server CPU per query, base / variant")):
+        out += ["", f"## Per group ({title})", "", "| group | variant | min | max | avg | median |",
+                "|---|---|---|---|---|---|"]
+        for (group, label, m), g in data["groups"].items():
+            if m == metric:
+                out.append(f"| {group} | {label} | {g['min']:.3f} | {g['max']:.3f} | {g['avg']:.3f} "
+                           f"| {g['median']:.3f} |")
     out += ["", "## Per microbenchmark", "",
             "| group | microbenchmark | variant | rQPS [95% CI] | verdict | rCPU [95% CI] | QPS (median) | QPS spread |",
             "|---|---|---|---|---|---|---|---|"]
@@ -157,7 +189,8 @@ def to_json(data: dict) -> str:
         "base": data["base"],
         "summaries": {l: {k: vars(e) | {"verdict": e.verdict()} for k, e in s.items()}
                       for l, s in data["summaries"].items()},
-        "groups": [{"group": g, "variant": l, **v} for (g, l), v in data["groups"].items()],
+        "groups": [{"group": g, "variant": l, "metric": "rqps" if m == "qps" else "rcpu", **v}
+                   for (g, l, m), v in data["groups"].items()],
         "rows": rows_as_dicts(data),
         "noise": noise_statement(data),
     }, indent=2)
