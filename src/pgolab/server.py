@@ -41,9 +41,17 @@ def initialize_datadir(installation, datadir: Path, runner: Runner, env: dict | 
     if installation.run_as:
         datadir.mkdir(mode=0o700)
         chown_tree(datadir, installation.run_as)
-    for cmd in installation.init_commands(datadir):
+    # A private scratch directory: the bootstrap's temporary tables vanished from a shared /tmp
+    # here once (mariadb-install-db: "Unknown table 'mysql.tmp_proxies_priv'").
+    scratch = datadir.parent / (datadir.name + ".tmp")
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    if installation.run_as:
+        chown_tree(scratch, installation.run_as)
+    for cmd in installation.init_commands(datadir, scratch):
         runner.run(cmd.argv, cwd=cmd.cwd or datadir.parent, env={**cmd.env, **(env or {})}, what=cmd.what,
                    user=installation.run_as)
+    shutil.rmtree(scratch, ignore_errors=True)
     marker.touch()
 
 

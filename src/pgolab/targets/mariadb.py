@@ -130,8 +130,9 @@ class MariaDBInstallation:
     def user_args(self) -> list[str]:
         return ["--user=root"] if os.geteuid() == 0 else []
 
-    def init_commands(self, datadir: Path) -> list[Cmd]:
-        return [Cmd([*self.install_db, "--no-defaults", f"--datadir={datadir}",
+    def init_commands(self, datadir: Path, tmpdir: Path) -> list[Cmd]:
+        # mariadb-install-db passes options it does not know (--tmpdir) on to the server.
+        return [Cmd([*self.install_db, "--no-defaults", f"--datadir={datadir}", f"--tmpdir={tmpdir}",
                      "--auth-root-authentication-method=normal", "--skip-test-db",
                      "--skip-name-resolve", *self.user_args()], what="mariadb-install-db")]
 
@@ -141,6 +142,7 @@ class MariaDBInstallation:
         argv = [str(self.server_binary), defaults, f"--datadir={datadir}",
                 f"--socket={self.socket(rundir)}", "--skip-networking",
                 f"--pid-file={rundir / 'server.pid'}", f"--log-error={self.error_log(rundir)}",
+                f"--tmpdir={rundir}",   # private: temporary tables never meet another process's /tmp
                 "--innodb-buffer-pool-size=512M", *self.user_args()]
         if self.lc_messages_dir:
             argv.append(f"--lc-messages-dir={self.lc_messages_dir}")

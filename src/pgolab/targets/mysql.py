@@ -80,8 +80,9 @@ class MySQLTarget(MariaDBTarget):
 class MySQLInstallation(MariaDBInstallation):
     server: str = "mysql"
 
-    def init_commands(self, datadir: Path) -> list[Cmd]:
-        argv = [str(self.server_binary), "--no-defaults", "--initialize-insecure", f"--datadir={datadir}"]
+    def init_commands(self, datadir: Path, tmpdir: Path) -> list[Cmd]:
+        argv = [str(self.server_binary), "--no-defaults", "--initialize-insecure", f"--datadir={datadir}",
+                f"--tmpdir={tmpdir}"]
         if self.lc_messages_dir:
             argv.append(f"--lc-messages-dir={self.lc_messages_dir}")
         return [Cmd(argv + self.user_args(), what="mysqld --initialize-insecure")]

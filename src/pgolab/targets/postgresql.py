@@ -111,7 +111,7 @@ class PostgreSQLInstallation:
     def user(self) -> str:
         return self.run_as or "postgres"
 
-    def init_commands(self, datadir: Path) -> list[Cmd]:
+    def init_commands(self, datadir: Path, tmpdir: Path) -> list[Cmd]:   # initdb needs no scratch dir
         return [Cmd([str(self.bin_dir / "initdb"), "-D", str(datadir), "-U", "postgres",
                      "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"], what="initdb")]
 
