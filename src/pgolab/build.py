@@ -197,7 +197,13 @@ class Pipeline:
         return self._stage_owner(stage).dir / "final" / "install"
 
     def runner(self, log_name: str, on_line: Callable[[str], None] | None = None) -> Runner:
-        return Runner(self.logs / f"{log_name}.log", on_line=on_line)
+        extra_env = {}
+        if self.variant.pgo == "gen":
+            # Instrumented programs run while building (configure checks, build-time tools) and by
+            # the smoke test would otherwise leave counters in the directory compiled into the build.
+            extra_env = profiles.redirect_env(self.variant.compiler, self.profile_dir,
+                                              self.dir / "final" / "incidental-profile")
+        return Runner(self.logs / f"{log_name}.log", on_line=on_line, extra_env=extra_env)
 
     def stage_flags(self, stage: str) -> tuple[Variant, FlagSet]:
         owner = self._stage_owner(stage)
