@@ -72,3 +72,15 @@ def test_short_suite_on_postgresql(tmp_path):
     # The postmaster's reaped backends carry the CPU time.
     assert all(r["cpu_us_per_query"] and r["cpu_us_per_query"] > 0 for r in rows)
     assert report.compute(store, "pg")["summaries"]["pg-b"]["avg"].rounds == 2
+
+
+def test_a_base_named_by_no_target_is_a_built_variant(tmp_path, monkeypatch):
+    """`--base rel_o2nofp --variant rel_pgo_use` compares the two builds: the base need not be
+    repeated as a --variant."""
+    need("mariadbd")
+    from pgolab.errors import PgolabError
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path))
+    with pytest.raises(PgolabError, match="no finished build of variant 'rel_o2nofp'"):
+        bench.resolve_targets("rel_o2nofp", [], ["distro=/usr/sbin/mariadbd"])
+    targets = bench.resolve_targets("distro", [], ["distro=/usr/sbin/mariadbd", "again=/usr/sbin/mariadbd"])
+    assert [t.label for t in targets] == ["distro", "again"]

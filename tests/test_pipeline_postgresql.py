@@ -63,7 +63,10 @@ def test_gcc_pipeline_survives_an_interrupt_and_uses_its_profile(pg_tree):
     variant = parse("rel_pgo_use")
     vdir = variant_dir(pg_tree, variant.name, sources.tree_digest(pg_tree.path))
     cmd = pgolab("build", str(pg_tree.path), "--variant", variant.name, "--train-seconds", str(TRAIN_SECONDS))
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # A shell started in the background (nohup ... &) hands its children SIGINT ignored, and
+    # Python then installs no KeyboardInterrupt handler: restore it, as a terminal would have it.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     train_log = vdir / "logs" / "train.log"
     deadline = time.monotonic() + 1800
     while time.monotonic() < deadline and proc.poll() is None:

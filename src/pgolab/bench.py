@@ -236,6 +236,17 @@ def measure(server: ServerProcess, micro: suite_mod.Micro, key: str, round_: int
 
 # --- what to benchmark --------------------------------------------------------
 
+def resolve_targets(base: str, variants: list[str], binaries: list[str],
+                    source_path: Path | None = None) -> list[BenchTarget]:
+    """The targets named by --variant and --binary; a base named by neither is a variant
+    (`--base rel_o2nofp --variant rel_pgo_use` compares the two builds)."""
+    binary_labels = [spec.split("=", 1)[0] for spec in binaries]
+    names = list(variants)
+    if base not in names and base not in binary_labels:
+        names.insert(0, base)
+    return [variant_target(v, source_path) for v in names] + [binary_target(b) for b in binaries]
+
+
 def variant_target(name: str, source_path: Path | None = None) -> BenchTarget:
     """A build pgolab made, by label (the variant name unless --label gave another): the newest
     build of that name, or the one from source_path."""

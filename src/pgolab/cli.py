@@ -223,7 +223,7 @@ def bench_cmd(
     """Run the sysbench suite on variants and binaries, store every measurement, print the report."""
     from . import bench, report
     from .store import Store
-    targets = [bench.variant_target(v, source_dir) for v in variant] + [bench.binary_target(b) for b in binary]
+    targets = bench.resolve_targets(base, variant, binary, source_dir)
     if len(targets) < 2:
         raise PgolabError("bench needs at least two targets (the base and one to compare)",
                           hint="e.g. --base distro --binary distro=/usr/sbin/mariadbd --variant rel_o2nofp")
