@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from pgolab import report
 from pgolab.store import Measurement, Store
 
@@ -34,3 +36,14 @@ def test_rcpu_is_summarised_per_variant_and_per_group(tmp_path):
     assert "## Per group (rCPU" in text and "## Per group (rQPS)" in text
     groups = json.loads(report.to_json(data))["groups"]
     assert {g["metric"] for g in groups} == {"rqps", "rcpu"}
+
+
+def test_group_summaries_carry_intervals(tmp_path):
+    data = report.compute(stored_run(tmp_path), "r")
+    cpu = data["groups"][("writes", "fast", "cpu")]
+    # 20% less CPU per query in every round: a narrow interval around 1.25 that excludes 1.0.
+    assert 1.0 < cpu["avg_low"] <= cpu["avg"] <= cpu["avg_high"] < 1.3
+    assert report.group_estimate(cpu, "median").verdict() == "faster"
+    qps = data["groups"][("writes", "fast", "qps")]
+    assert qps["avg_low"] <= qps["avg"] <= qps["avg_high"] and qps["avg"] == pytest.approx(1.02)
+    assert "| writes | fast | 1.250 | 1.250 | 1.2" in report.markdown(data)

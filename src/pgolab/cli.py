@@ -284,7 +284,7 @@ def report_cmd(
 
 
 def print_terminal(data: dict) -> None:
-    from .report import noise_statement
+    from .report import group_estimate, noise_statement
     run = data["run"]
     summary = Table(title=f"run {run['name']}: {run['server']}, base {data['base']}, suite {run['suite']}")
     for col in ("variant", "avg rQPS [95% CI]", "median rQPS [95% CI]", "verdict",
@@ -297,11 +297,12 @@ def print_terminal(data: dict) -> None:
                         cpu.verdict() if cpu else "n/a")
     out.print(summary)
     groups = Table(title="per group (rQPS; rCPU = server CPU per query, base / variant)")
-    for col in ("group", "variant", "metric", "min", "max", "avg", "median"):
+    for col in ("group", "variant", "metric", "min", "max", "avg [95% CI]", "median [95% CI]", "verdict (avg)"):
         groups.add_column(col)
     for (group, label, metric), g in data["groups"].items():
-        groups.add_row(group, label, "rQPS" if metric == "qps" else "rCPU",
-                       *(f"{g[k]:.3f}" for k in ("min", "max", "avg", "median")))
+        avg, median = group_estimate(g, "avg"), group_estimate(g, "median")
+        groups.add_row(group, label, "rQPS" if metric == "qps" else "rCPU", f"{g['min']:.3f}", f"{g['max']:.3f}",
+                       avg.fmt(), median.fmt(), avg.verdict())
     out.print(groups)
     micro = Table(title="per microbenchmark")
     for col in ("group", "microbenchmark", "variant", "rQPS [95% CI]", "verdict", "rCPU [95% CI]", "QPS"):

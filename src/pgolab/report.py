@@ -49,6 +49,8 @@ def compute(store: Store, run_ref: str | int | None) -> dict:
     per_label: dict[str, tuple[list, list]] = {l: ([], []) for l in labels if l != base}
     # The same for CPU per query, inverted (base / variant) so that > 1 is better, like rQPS.
     per_label_cpu: dict[str, tuple[list, list]] = {l: ([], []) for l in per_label}
+    # (group, label, metric) -> per microbenchmark (numerator, denominator) series, paired by round.
+    per_group: dict[tuple[str, str, str], list[tuple[list, list]]] = defaultdict(list)
     for micro in micros:
         b = series.get((micro, base), {})
         for label in labels:
@@ -71,6 +73,9 @@ def compute(store: Store, run_ref: str | int | None) -> dict:
             result_rows.append(Row(micro, groups[micro], label, rqps, rcpu, sp["median"], sp["rel_range"]))
             per_label[label][0].append(vq)
             per_label[label][1].append(bq)
+            per_group[(groups[micro], label, "qps")].append((vq, bq))
+            if rcpu is not None:
+                per_group[(groups[micro], label, "cpu")].append((bc, vc))
     summaries = {}
     for label, (vs, bs) in per_label.items():
         if vs:
@@ -88,7 +93,14 @@ def compute(store: Store, run_ref: str | int | None) -> dict:
                 values = [estimate_of(r).value for r in result_rows
                           if r.group == group and r.label == label and estimate_of(r) is not None]
                 if values:
-                    group_tables[(group, label, metric)] = stats.group_summary(values)
+                    # min and max over the group's microbenchmarks; avg and median with intervals,
+                    # computed round by round as for the per-variant summary.
+                    nums, dens = zip(*per_group[(group, label, metric)])
+                    table = stats.group_summary(values)
+                    for how in ("avg", "median"):
+                        e = stats.summary_estimate(list(nums), list(dens), how)
+                        table |= {how: e.value, f"{how}_low": e.low, f"{how}_high": e.high, "rounds": e.rounds}
+                    group_tables[(group, label, metric)] = table
     def base_noise(metric: str) -> list[float]:
         """Per microbenchmark, how much the base's own figure moved between rounds."""
         out = []
@@ -124,6 +136,10 @@ def noise_statement(data: dict) -> str:
             f"round trips, so server CPU time per query (rCPU) shows a build's own effect more directly.")
 
 
+def group_estimate(table: dict, how: str) -> stats.Estimate:
+    return stats.Estimate(table[how], table[f"{how}_low"], table[f"{how}_high"], table["rounds"])
+
+
 def _fmt(e: stats.Estimate | None) -> str:
     return "n/a" if e is None else e.fmt()
 
@@ -141,12 +157,14 @@ def markdown(data: dict) -> str:
         out.append(f"| {label} | {_fmt(s['avg'])} | {_fmt(s['median'])} | {s['avg'].verdict()} "
                    f"| {_fmt(cpu)} | {_fmt(s.get('cpu_median'))} | {cpu.verdict() if cpu else 'n/a'} |")
     for metric, title in (("qps", "rQPS"), ("cpu", "rCPU: server CPU per query, base / variant")):
-        out += ["", f"## Per group ({title})", "", "| group | variant | min | max | avg | median |",
-                "|---|---|---|---|---|---|"]
+        out += ["", f"## Per group ({title})", "",
+                "| group | variant | min | max | avg [95% CI] | median [95% CI] | verdict (avg) |",
+                "|---|---|---|---|---|---|---|"]
         for (group, label, m), g in data["groups"].items():
             if m == metric:
-                out.append(f"| {group} | {label} | {g['min']:.3f} | {g['max']:.3f} | {g['avg']:.3f} "
-                           f"| {g['median']:.3f} |")
+                avg, median = group_estimate(g, "avg"), group_estimate(g, "median")
+                out.append(f"| {group} | {label} | {g['min']:.3f} | {g['max']:.3f} | {avg.fmt()} "
+                           f"| {median.fmt()} | {avg.verdict()} |")
     out += ["", "## Per microbenchmark", "",
             "| group | microbenchmark | variant | rQPS [95% CI] | verdict | rCPU [95% CI] | QPS (median) | QPS spread |",
             "|---|---|---|---|---|---|---|---|"]
