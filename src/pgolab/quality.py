@@ -83,4 +83,5 @@ def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, su
     report = profiles.overlap(train_w, bench_w, method, tool_overlap=tool)
     result = {"training": request.train.label, "benchmark": what, **report.as_dict()}
     (pipeline.dir / "profile-check.json").write_text(json.dumps(result, indent=2))
+    pipeline.write_record(pipeline.toolchain.versions())   # build.json states the figure from now on
     return report
