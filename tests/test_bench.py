@@ -1,84 +1,141 @@
-"""The benchmark suite on real servers: an A/A check on Debian's mariadbd, the whole
-catalog once, and a short suite on PostgreSQL through sysbench's pgsql driver."""
+"""The benchmark on real servers: cost mode on Debian's mariadbd, QPS slices with resume, the whole
+catalog once, PostgreSQL through sysbench's pgsql driver, and a resume refused after a binary changed.
+These check that measuring works and is stored exactly once; the statistics are tested on synthetic
+data (test_stats.py), never by asserting a live A/A outcome."""
 
 import json
-from pathlib import Path
+import shutil
 
 import pytest
 
 from pgolab import bench, report, suite
+from pgolab.errors import PgolabError
+from pgolab.render import export
 from pgolab.store import Store
 from pgolab.targets import MariaDBInstallation, PostgreSQLInstallation
 
 from conftest import need
 
 
-def debian_mariadb(label):
+def debian_mariadb(label, binary=None):
     need("mariadbd")
     need("sysbench")
-    return bench.BenchTarget(label, "binary", MariaDBInstallation.system(), {"description": "Debian mariadbd"})
+    inst = MariaDBInstallation.system()
+    if binary:
+        inst.server_binary = binary
+    return bench.BenchTarget(label, "binary", inst, {"description": "Debian mariadbd"})
 
 
 @pytest.mark.slow
-def test_a_a_same_binary_shows_no_difference_and_resumes(tmp_path):
+def test_cost_mode_counts_statement_execution_reproducibly(tmp_path):
+    need("valgrind")
     store = Store(tmp_path / "results.sqlite")
-    options = bench.BenchOptions(suite="quick", rounds=3, seconds=2, table_size=10000, warmup_seconds=2)
+    options = bench.BenchOptions(suite="quick", modes=("cost",), table_size=10000, cost_scale=0.5)
+    run_id = bench.run_bench(store, "cost", "a", [debian_mariadb("a"), debian_mariadb("b")], options, "test")
+    samples = store.samples(run_id, "cost")
+    assert len(samples) == len(suite.QUICK) * 2
+    # Debian's mariadbd is stripped but exports dispatch_command: only statement execution is counted.
+    assert {s.detail["method"] for s in samples} == {"toggle-collect on dispatch_command(*"}
+    by = {(s.step.micro, s.step.label): s.values for s in samples}
+    point = by[("point-1/point-query", "a")]
+    assert 20_000 < point["instructions"] < 120_000 and point["i1_misses"] > 100
+    # The same binary on the same statements: read-only figures agree within 0.5 % (instructions) and
+    # 1 % (I1 misses).
+    for m in suite.QUICK:
+        if m.writes:
+            continue
+        a, b = by[(suite.key(m), "a")], by[(suite.key(m), "b")]
+        assert abs(a["instructions"] / b["instructions"] - 1) < 0.005, (m.name, a, b)
+        assert abs(a["i1_misses"] / b["i1_misses"] - 1) < 0.01, (m.name, a, b)
+    data = report.compute(store, "cost")
+    row = data.table("builds").rows[0]
+    assert row["cycles"] is not None and row["instructions"].value == pytest.approx(1.0, abs=0.02)
+    assert any(t.key == "cost" for t in data.tables)
+
+
+@pytest.mark.slow
+def test_qps_slices_are_paired_balanced_and_resume_exactly(tmp_path):
+    store = Store(tmp_path / "results.sqlite")
+    options = bench.BenchOptions(suite="quick", table_size=10000, slice_seconds=1, instances=2, blocks=2,
+                                 warmup_seconds=1)
     targets = [debian_mariadb("a"), debian_mariadb("b")]
-    run_id = bench.run_bench(store, "aa", "a", targets, options, "pgolab bench (test)")
-    rows = store.measurements(run_id)
-    assert len(rows) == len(suite.QUICK) * 3 * 2
-    assert all(r["qps"] > 0 and r["cpu_us_per_query"] > 0 for r in rows)
-    # Interleaving: the order alternates between rounds.
-    first = [r["label"] for r in rows if r["micro"] == "point-1/point-query"]
-    assert first[:2] == ["a", "b"] and first[2:4] == ["b", "a"]
+    interrupted = []
 
-    data = report.compute(store, "aa")
-    summary = data["summaries"]["b"]["avg"]
-    assert summary.low <= 1.0 <= summary.high, f"A/A must contain 1.0: {summary.fmt()}"
-    files = report.export(data, tmp_path / "out")
-    assert "| b |" in files["markdown"].read_text()
-    assert json.loads(files["json"].read_text())["base"] == "a"
-    assert files["html"].read_text().count("data:image/png;base64") >= 4
-    assert (tmp_path / "out" / "qps-point-1.png").stat().st_size > 5000
-
-    # A re-run of the same run name stores nothing twice.
+    def stop_midway(progress):
+        if progress.done >= 9 and not interrupted:
+            interrupted.append(progress.done)
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        bench.run_bench(store, "aa", "a", targets, options, "pgolab bench (test)", stop_midway)
+    run_id = store.run("aa")["id"]
+    assert store.run("aa")["status"] == "failed" and len(store.samples(run_id)) == 9
     bench.run_bench(store, "aa", "a", targets, options, "pgolab bench (test, resumed)")
-    assert len(store.measurements(run_id)) == len(rows)
-    assert len(json.loads(store.run("aa")["commands"])) == 2
+    samples = store.samples(run_id)
+    keys = [(s.step.micro, s.step.instance, s.step.block, s.step.label) for s in samples]
+    assert len(keys) == len(set(keys)), "no step stored twice"
+    excluded = store.excluded(run_id)
+    assert len(samples) == len(suite.QUICK) * 2 * 2 * 2 + 2 * len(excluded)
+    assert all(s.values["qps"] > 0 and s.values["cpu_us"] > 0 for s in samples)
+    first = [s for s in samples if s.step.micro == "point-1/point-query" and s.step.instance == 1
+             and s.step.block <= 2]
+    assert [s.step.label for s in sorted(first, key=lambda s: (s.step.block, s.step.position))] == \
+        ["a", "b", "b", "a"]
+    assert store.run("aa")["status"] == "finished" and len(json.loads(store.run("aa")["commands"])) == 2
+    files = export(report.compute(store, "aa"), tmp_path / "out")
+    assert "Per build" in files["markdown"].read_text()
+
+
+@pytest.mark.slow
+def test_a_resume_is_refused_after_a_target_binary_changed(tmp_path, server_tmp):
+    copy = server_tmp / "mariadbd"
+    shutil.copy2("/usr/sbin/mariadbd", copy)
+    store = Store(tmp_path / "results.sqlite")
+    options = bench.BenchOptions(suite="quick", table_size=1000, slice_seconds=1, instances=1, blocks=2,
+                                 warmup_seconds=1)
+    targets = [debian_mariadb("a"), debian_mariadb("b", copy)]
+
+    def stop(progress):
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        bench.run_bench(store, "changed", "a", targets, options, "test", stop)
+    with open(copy, "ab") as f:
+        f.write(b"\0")
+    with pytest.raises(PgolabError, match=r"targets\.b differ"):
+        bench.run_bench(store, "changed", "a", targets, options, "test")
+    other = bench.BenchOptions(**{**options.as_dict(), "slice_seconds": 2})
+    with pytest.raises(PgolabError, match=r"options\.slice_seconds"):
+        bench.run_bench(store, "changed", "a", [debian_mariadb("a"), debian_mariadb("b")], other, "test")
 
 
 @pytest.mark.slow
 def test_every_microbenchmark_of_the_full_catalog_runs(tmp_path):
     store = Store(tmp_path / "results.sqlite")
-    options = bench.BenchOptions(suite="full", rounds=1, seconds=1, table_size=5000, warmup_seconds=1)
+    options = bench.BenchOptions(suite="full", slice_seconds=1, instances=1, blocks=1, table_size=5000,
+                                 warmup_seconds=1)
     run_id = bench.run_bench(store, "catalog", "a", [debian_mariadb("a")], options, "test")
-    rows = store.measurements(run_id)
-    assert {r["micro"] for r in rows} == {suite.key(m) for m in suite.FULL}
-    assert all(r["queries"] > 0 for r in rows)
+    samples = store.samples(run_id)
+    assert {s.step.micro for s in samples} == {suite.key(m) for m in suite.FULL}
+    assert all(s.detail["queries"] > 0 for s in samples)
 
 
 @pytest.mark.slow
 def test_short_suite_on_postgresql(tmp_path):
     need("sysbench")
-    pg = Path("/usr/lib/postgresql/15/bin/postgres")
-    if not pg.exists():
-        pytest.fail("Debian's postgresql-15 is not installed: run scripts/setup-system.sh")
     targets = [bench.BenchTarget(l, "binary", PostgreSQLInstallation.system("15"), {}) for l in ("pg-a", "pg-b")]
     store = Store(tmp_path / "results.sqlite")
-    options = bench.BenchOptions(suite="quick", rounds=2, seconds=1, table_size=5000, warmup_seconds=1)
+    options = bench.BenchOptions(suite="quick", instances=1, blocks=2, slice_seconds=1, table_size=5000,
+                                 warmup_seconds=1)
     run_id = bench.run_bench(store, "pg", "pg-a", targets, options, "test")
-    rows = store.measurements(run_id)
-    assert len(rows) == len(suite.QUICK) * 2 * 2 and all(r["qps"] > 0 for r in rows)
+    samples = store.samples(run_id)
+    assert len(samples) >= len(suite.QUICK) * 2 * 2 and all(s.values["qps"] > 0 for s in samples)
     # The postmaster's reaped backends carry the CPU time.
-    assert all(r["cpu_us_per_query"] and r["cpu_us_per_query"] > 0 for r in rows)
-    assert report.compute(store, "pg")["summaries"]["pg-b"]["avg"].rounds == 2
+    assert all(s.values["cpu_us"] > 0 for s in samples)
 
 
 def test_a_base_named_by_no_target_is_a_built_variant(tmp_path, monkeypatch):
     """`--base rel_o2nofp --variant rel_pgo_use` compares the two builds: the base need not be
     repeated as a --variant."""
     need("mariadbd")
-    from pgolab.errors import PgolabError
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path))
     with pytest.raises(PgolabError, match="no finished build of variant 'rel_o2nofp'"):
         bench.resolve_targets("rel_o2nofp", [], ["distro=/usr/sbin/mariadbd"])

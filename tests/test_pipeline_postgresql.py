@@ -127,3 +127,24 @@ def test_clang_pipeline_uses_its_profile(pg_tree):
     result = build(BuildRequest(pg_tree, parse("rel_pgo_use_clang"), parse_train("sysbench", TRAIN_SECONDS)))
     assert_pipeline_record(result.record, "clang")
     assert "clang" in result.record["toolchain"] and result.record["toolchain"]["clang"].startswith("16")
+
+
+@pytest.mark.slow
+def test_cost_mode_on_postgresql_builds(pg_tree, tmp_path):
+    """Cost mode on two PostgreSQL builds (the gcc PGO build and its mix-noselect twin from the test
+    above). Backends are forked per connection: their counts come from the files they write as they
+    exit, collected only inside the per-message handlers."""
+    from pgolab import bench, report
+    from pgolab.store import Store
+    need("valgrind")
+    targets = bench.resolve_targets("rel_pgo_use", ["noselect"], [], pg_tree.path)
+    store = Store(tmp_path / "results.sqlite")
+    options = bench.BenchOptions(suite="quick", modes=("cost",), table_size=5000, cost_scale=0.25)
+    run_id = bench.run_bench(store, "pg-cost", "rel_pgo_use", targets, options, "test")
+    samples = store.samples(run_id, "cost")
+    assert len(samples) == 7 * 2
+    assert all(s.detail["method"].startswith("toggle-collect on exec_simple_query") for s in samples)
+    point = next(s for s in samples if s.step.micro == "point-1/point-query")
+    assert 5_000 < point.values["instructions"] < 500_000 and point.values["i1_misses"] > 10
+    rows = report.compute(store, "pg-cost").table("builds").rows
+    assert rows[0]["build"] == "noselect" and rows[0]["cycles"].value > 0

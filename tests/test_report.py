@@ -1,49 +1,149 @@
-"""Reports from a real SQLite store: rQPS and rCPU summaries per variant and per group."""
+"""The report model and its renderers, without servers: golden text from a literal report, and the
+model computed from a synthetic store whose answers are known."""
 
 import json
+import math
+import os
+from pathlib import Path
 
 import pytest
 
-from pgolab import report
-from pgolab.store import Measurement, Store
+from pgolab import render, report, stats
+from pgolab.measurement import Sample, Step
+from pgolab.report import Column, Report, Table
+from pgolab.store import Store
+
+GOLDEN = Path(__file__).parent / "golden"
 
 
-def stored_run(tmp_path):
-    store = Store(tmp_path / "results.sqlite")
-    run_id, _ = store.create_or_resume_run("r", server="mariadb", base="base", suite="quick",
-                                           options={"rounds": 3, "seconds": 5}, host={"cpu": "x", "cores": 2,
-                                           "memory_gib": 1, "kernel": "k"}, command="pgolab bench (test)")
-    for label in ("base", "fast"):
-        store.add_target(run_id, label, "binary", f"/bin/{label}", {"description": label})
-    # "fast" spends 20% less server CPU per query in every round; its QPS moves with the noise.
+def literal_report() -> Report:
+    e = stats.Estimate(1.25, 1.2, 1.3, 8, df=14, log_se=0.02)
+    same = stats.Estimate(1.001, 0.995, 1.007, 8, df=14, log_se=0.003)
+    builds = Table("builds", "Per build", [Column("build", "build"), Column("qps", "rQPS [95% CI]"),
+                                           Column("qps_verdict", "verdict")],
+                   [{"build": "rel_o2nofp_native_clang", "qps": e, "qps_verdict": e.verdict()},
+                    {"build": "a|b", "qps": same, "qps_verdict": same.verdict()}], note="above 1 is better")
+    groups = Table("groups", "Per group", [Column("group", "group"), Column("build", "build"),
+                                           Column("min", "min"), Column("geomean", "geomean [95% CI]")],
+                   [{"group": "point-1", "build": "rel_o2nofp_native_clang", "min": 1.1, "geomean": e}])
+    micro = Table("micro", "Per microbenchmark", [Column("micro", "microbenchmark"), Column("qps", "rQPS"),
+                                                  Column("qps_verdict", "verdict"), Column("pairs", "pairs")],
+                  [{"micro": "point-query", "qps": e, "qps_verdict": "faster", "pairs": 8},
+                   {"micro": "scan", "qps": None, "qps_verdict": None, "pairs": 0}])
+    return Report("pgolab run golden", ["server mariadb; base rel_o2nofp"], [builds, groups, micro],
+                  [("Noise", "CV 1.0%."), ("Method", "<paired> & geometric")], commands=["pgolab bench --base x"])
+
+
+RENDERINGS = {
+    "report.md": lambda r: render.MarkdownRenderer().render(r),
+    "report.html": lambda r: render.HtmlRenderer().render(r),
+    "micro.csv": lambda r: render.to_csv(r.table("micro")),
+    "report.json": lambda r: render.to_json(r),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RENDERINGS))
+def test_renderers_match_golden_text(name):
+    text = RENDERINGS[name](literal_report())
+    path = GOLDEN / name
+    if os.environ.get("PGOLAB_UPDATE_GOLDEN"):
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert text == path.read_text()
+
+
+def test_summary_comes_before_details_in_every_markup():
+    for renderer in (render.MarkdownRenderer(), render.HtmlRenderer()):
+        text = renderer.render(literal_report())
+        assert text.index("Per build") < text.index("Per group") < text.index("Per microbenchmark")
+
+
+def test_terminal_output_to_a_pipe_never_wraps_identifiers(tmp_path):
+    with open(tmp_path / "out.txt", "w") as f:
+        render.print_terminal(literal_report(), render.console_for_output(f))
+    lines = (tmp_path / "out.txt").read_text().splitlines()
+    assert any("rel_o2nofp_native_clang" in line for line in lines)
+    assert not any(line.strip("│ ").startswith("ang") for line in lines)
+
+
+def synthetic_store(tmp_path, speedup=1.25):
+    """b is `speedup` times faster than a in every block, with instance and block noise that both
+    targets share; block 3 of instance 1 is a 3.5x outlier that was excluded and replaced."""
+    store = Store(tmp_path / "s.sqlite")
+    run_id, _ = store.create_or_resume_run("r", server="mariadb", base="a", suite="quick",
+                                           options={"modes": ["qps"], "instances": 2, "blocks": 4,
+                                                    "slice_seconds": 3},
+                                           host={"cpu": "x", "cores": 2, "memory_gib": 1, "kernel": "k"},
+                                           identity={}, command="pgolab bench (test)")
+    for label in ("a", "b"):
+        store.add_target(run_id, label, "binary", f"/bin/{label}", "0" * 64, {"description": label})
     for micro, group in (("point-1/point-query", "point-1"), ("writes/insert", "writes")):
-        for rnd, noise in ((1, 1.0), (2, 1.3), (3, 0.8)):
-            for position, (label, cpu) in enumerate((("base", 50.0), ("fast", 40.0))):
-                qps = 1000 * noise * (1.02 if label == "fast" else 1.0)
-                store.add(run_id, Measurement(micro, group, rnd, position, label, qps, qps, 5, int(qps * 5),
-                                              int(qps * 5), 0, 0, {}, 1.0, 0.1, cpu * noise ** 0.01))
+        for instance in (1, 2):
+            for block in range(1, 6 if instance == 1 else 5):
+                drift = 1 + 0.1 * math.sin(block + 3 * instance)
+                for position, label in enumerate(("a", "b")):
+                    qps = 1000 * drift * (speedup if label == "b" else 1.0) * (1 + 0.001 * position)
+                    if (instance, block, label) == (1, 3, "b"):
+                        qps *= 3.5
+                    step = Step("qps", micro, instance, block, position, label)
+                    store.add(run_id, Sample(step, {"qps": qps, "cpu_us": 1e6 / qps}, 3.0), group)
+        store.exclude(run_id, "qps", micro, 1, 3, "rQPS of b: robust z = +80")
     return store
 
 
-def test_rcpu_is_summarised_per_variant_and_per_group(tmp_path):
-    data = report.compute(stored_run(tmp_path), "r")
-    summary = data["summaries"]["fast"]
-    assert summary["cpu_avg"].value > 1.2 and summary["cpu_avg"].verdict() == "faster"
-    assert summary["avg"].value > 1.0
-    assert data["groups"][("writes", "fast", "cpu")]["min"] > 1.2
-    assert data["groups"][("writes", "fast", "qps")]["avg"] < 1.1
-    text = report.markdown(data)
-    assert "## Per group (rCPU" in text and "## Per group (rQPS)" in text
-    groups = json.loads(report.to_json(data))["groups"]
-    assert {g["metric"] for g in groups} == {"rqps", "rcpu"}
+def test_the_model_computed_from_a_store_has_the_known_answers(tmp_path):
+    data = report.compute(synthetic_store(tmp_path), "r")
+    build = data.table("builds").rows[0]
+    assert build["build"] == "b" and build["qps"].value == pytest.approx(1.25 * 1.001, rel=1e-3)
+    assert build["qps_verdict"] == "faster" and build["qps"].half_width < 0.01
+    assert build["cpu_us"].value == pytest.approx(1.25 * 1.001, rel=1e-3)
+    excluded = data.table("excluded").rows
+    assert len(excluded) == 2 and "robust z" in excluded[0]["reason"]
+    groups = data.table("groups").rows
+    assert {(g["group"], g["figure"]) for g in groups} == {("point-1", "rQPS"), ("point-1", "rCPU"),
+                                                           ("writes", "rQPS"), ("writes", "rCPU")}
+    assert all(g["min"] <= g["median"] <= g["max"] for g in groups)
+    notes = dict(data.notes)
+    assert "coefficient of variation" in notes["Noise"] and "about" in notes["Multiple comparisons"]
 
 
-def test_group_summaries_carry_intervals(tmp_path):
-    data = report.compute(stored_run(tmp_path), "r")
-    cpu = data["groups"][("writes", "fast", "cpu")]
-    # 20% less CPU per query in every round: a narrow interval around 1.25 that excludes 1.0.
-    assert 1.0 < cpu["avg_low"] <= cpu["avg"] <= cpu["avg_high"] < 1.3
-    assert report.group_estimate(cpu, "median").verdict() == "faster"
-    qps = data["groups"][("writes", "fast", "qps")]
-    assert qps["avg_low"] <= qps["avg"] <= qps["avg_high"] and qps["avg"] == pytest.approx(1.02)
-    assert "| writes | fast | 1.250 | 1.250 | 1.2" in report.markdown(data)
+def test_export_writes_every_format_with_charts_of_equal_size(tmp_path):
+    data = report.compute(synthetic_store(tmp_path), "r")
+    files = render.export(data, tmp_path / "out")
+    assert {"markdown", "html", "json", "csv-micro", "csv-builds"} <= set(files)
+    pngs = [p for k, p in files.items() if k.startswith("png-")]
+    assert len(pngs) == 4
+    from PIL import Image
+    assert len({Image.open(p).size for p in pngs}) == 1
+    page = files["html"].read_text()
+    assert page.index("Per build") < page.index("data:image/png")
+    assert json.loads(files["json"].read_text())["tables"]["builds"]["rows"][0]["qps"]["verdict"] == "faster"
+
+
+def test_a_version_1_store_is_migrated_and_reported(tmp_path):
+    import sqlite3
+    path = tmp_path / "v1.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript("""
+      CREATE TABLE runs (id INTEGER PRIMARY KEY, name TEXT, created TEXT, server TEXT, base TEXT, suite TEXT,
+        options TEXT, host TEXT, commands TEXT, status TEXT);
+      CREATE TABLE targets (run_id INTEGER, label TEXT, kind TEXT, server_binary TEXT, description TEXT);
+      CREATE TABLE measurements (id INTEGER PRIMARY KEY, run_id INTEGER, micro TEXT, grp TEXT, round INTEGER,
+        position INTEGER, label TEXT, qps REAL, tps REAL, seconds REAL, queries INTEGER, transactions INTEGER,
+        errors INTEGER, reconnects INTEGER, latency TEXT, cpu_user_s REAL, cpu_sys_s REAL,
+        cpu_us_per_query REAL, command TEXT, output TEXT, created TEXT);
+      INSERT INTO runs VALUES (1, 'old', 't', 'mariadb', 'a', 'quick', '{"rounds": 3, "seconds": 3}',
+        '{"cpu": "x", "cores": 2, "memory_gib": 1, "kernel": "k"}', '["pgolab bench"]', 'finished');
+      INSERT INTO targets VALUES (1, 'a', 'binary', '/a', '{}'), (1, 'b', 'binary', '/b', '{}');
+    """)
+    for rnd in (1, 2, 3):
+        for label, qps in (("a", 100.0 * rnd), ("b", 110.0 * rnd)):
+            db.execute("INSERT INTO measurements (run_id, micro, grp, round, position, label, qps, tps, seconds, "
+                       "queries, transactions, errors, reconnects, latency, cpu_us_per_query, command, output, "
+                       "created) VALUES (1, 'point-1/point-query', 'point-1', ?, 0, ?, ?, 0, 3, 1, 1, 0, 0, '{}', "
+                       "50, '', '', 't')", (rnd, label, qps))
+    db.commit()
+    db.close()
+    data = report.compute(Store(path), "old")
+    assert data.table("builds").rows[0]["qps"].value == pytest.approx(1.1)
+    assert "one server instance only" in dict(data.notes)["Noise"]

@@ -1,46 +1,140 @@
+"""The statistics on synthetic data whose answer is known."""
+
+import math
+
 import numpy as np
 import pytest
 
 from pgolab import stats
+from pgolab.stats import Observation, SuiteEstimates
 
 
-def test_identical_series_give_exactly_one():
-    e = stats.ratio_estimate([100, 120, 90], [100, 120, 90])
-    assert e.value == pytest.approx(1.0) and e.low == pytest.approx(1.0) and e.no_difference
+def simulate(rng, effects, instances, blocks, block_sd, instance_sd):
+    """Paired log ratios: true effect per microbenchmark, an instance-pair effect shared by every
+    block of an instance, and block noise."""
+    out = {}
+    for m, effect in enumerate(effects):
+        obs = []
+        for i in range(instances):
+            u = rng.normal(0, instance_sd)
+            obs += [Observation(i, b, math.log(effect) + u + rng.normal(0, block_sd)) for b in range(blocks)]
+        out[f"m{m}"] = obs
+    return out
 
 
-def test_a_clear_speedup_is_flagged_faster():
-    base = [1000, 1100, 950, 1050, 1020]
-    e = stats.ratio_estimate([b * 1.3 * f for b, f in zip(base, [1.01, 0.99, 1.0, 1.02, 0.98])], base)
-    assert e.verdict() == "faster" and e.low > 1.2 and e.high < 1.4
+def test_identical_pairs_give_exactly_one_and_verdict_same():
+    obs = {"m": [Observation(0, b, 0.0) for b in range(4)] + [Observation(1, b, 0.0) for b in range(4)]}
+    e = SuiteEstimates.of(obs).micro("m")
+    assert e.value == pytest.approx(1.0) and e.low == pytest.approx(1.0) and e.verdict() == "same"
 
 
-def test_two_noisy_rounds_do_not_claim_a_difference():
-    # Bootstrap over two rounds would give [0.9, 1.3] here and call it a difference only by luck;
-    # the t interval is wide, as two rounds deserve.
-    e = stats.ratio_estimate([90, 130], [100, 100])
-    assert e.no_difference and e.low < 0.5 and e.high > 2
+def test_a_clear_speedup_is_faster_and_centred_on_the_geometric_mean():
+    rng = np.random.default_rng(1)
+    suite = SuiteEstimates.of(simulate(rng, [1.3, 1.1], 2, 8, 0.01, 0.0))
+    e = suite.micro("m0")
+    assert e.verdict() == "faster" and e.low < 1.3 < e.high and e.half_width < 0.03
+    # The suite summary is the geometric mean of the microbenchmarks' effects.
+    assert suite.summary().value == pytest.approx(math.sqrt(1.3 * 1.1), rel=0.01)
 
 
-def test_one_round_has_no_interval():
-    e = stats.ratio_estimate([110], [100])
-    assert e.low is None and e.verdict() == "too few rounds"
+def test_slower_same_and_inconclusive():
+    rng = np.random.default_rng(2)
+    assert SuiteEstimates.of(simulate(rng, [0.9], 2, 10, 0.01, 0)).micro("m0").verdict() == "slower"
+    assert SuiteEstimates.of(simulate(rng, [1.0], 2, 10, 0.002, 0)).micro("m0").verdict() == "same"
+    wide = SuiteEstimates.of(simulate(rng, [1.01], 2, 3, 0.2, 0)).micro("m0")
+    assert wide.low < 1 < wide.high and wide.verdict() == "inconclusive"
 
 
-def test_coverage_of_the_interval_on_simulated_a_a_runs():
-    """95% intervals on same-distribution data should contain 1.0 about 95% of the time."""
-    rng = np.random.default_rng(7)
-    hits = 0
+def test_the_verdict_same_needs_the_interval_inside_the_margin():
+    inside = stats.Estimate(1.005, 0.99, 1.02, 10, df=20, log_se=0.006)
+    straddling = stats.Estimate(1.01, 0.97, 1.05, 10, df=20, log_se=0.02)
+    assert inside.verdict() == "same" and straddling.verdict() == "inconclusive"
+
+
+def test_instance_variance_component_is_recovered():
+    rng = np.random.default_rng(3)
+    data = simulate(rng, [1.0] * 40, 3, 6, 0.02, 0.05)
+    comp = SuiteEstimates.of(data).component
+    assert comp.df == 40 * 2
+    assert math.sqrt(comp.variance) == pytest.approx(0.05, rel=0.2)
+
+
+@pytest.mark.parametrize("instances,instance_sd", [(2, 0.05), (3, 0.03), (4, 0.0)])
+def test_coverage_of_micro_and_suite_intervals_on_simulated_a_a_runs(instances, instance_sd):
+    """95 % intervals on A/A data (no effect, with instance effects as measured on real machines)
+    contain 1.0 about 95 % of the time, per microbenchmark and for the suite summary."""
+    rng = np.random.default_rng(11)
+    runs, micro_hits, suite_hits = 400, 0, 0
+    for _ in range(runs):
+        suite = SuiteEstimates.of(simulate(rng, [1.0] * 12, instances, 6, 0.03, instance_sd))
+        micro_hits += sum(suite.micro(k).low <= 1 <= suite.micro(k).high for k in suite.micros)
+        s = suite.summary()
+        suite_hits += s.low <= 1 <= s.high
+    assert 0.93 <= micro_hits / (runs * 12) <= 0.975
+    assert 0.92 <= suite_hits / runs <= 0.98
+
+
+def test_ignoring_instances_would_under_cover():
+    """The naive interval over all blocks (one instance assumed) misses the instance effect: the
+    reason the estimator keeps instances apart."""
+    rng = np.random.default_rng(5)
+    naive_hits = honest_hits = 0
+    for _ in range(300):
+        data = simulate(rng, [1.0] * 12, 2, 8, 0.01, 0.05)
+        flat = {k: [Observation(0, j, o.log_ratio) for j, o in enumerate(v)] for k, v in data.items()}
+        n, h = SuiteEstimates.of(flat).summary(), SuiteEstimates.of(data).summary()
+        naive_hits += n.low <= 1 <= n.high
+        honest_hits += h.low <= 1 <= h.high
+    assert naive_hits / 300 < 0.7 and honest_hits / 300 > 0.92
+
+
+def test_group_summary_uses_only_its_microbenchmarks():
+    rng = np.random.default_rng(4)
+    suite = SuiteEstimates.of(simulate(rng, [1.5, 1.5, 1.0, 1.0], 2, 6, 0.01, 0.0))
+    assert suite.summary(["m0", "m1"]).value == pytest.approx(1.5, rel=0.02)
+    assert suite.summary(["m2", "m3"]).verdict() == "same"
+
+
+def test_robust_outlier_detection_finds_the_35x_round():
+    ys = [0.01, -0.02, 0.0, 0.015, math.log(3.5), -0.01, 0.005]
+    found = stats.outliers([Observation(0, b, y) for b, y in enumerate(ys)])
+    assert [o.block for o, _ in found] == [4]
+    # Deterministic figures: tiny spread gives no outlier, thanks to the MAD floor.
+    assert not stats.outliers([Observation(0, b, y) for b, y in enumerate([0, 0, 0, 0.003, 0, 0])])
+    assert not stats.outliers([Observation(0, b, y) for b, y in enumerate([0.0, 1.0, 0.5])])   # too few
+
+
+def test_clean_normal_blocks_are_almost_never_outliers():
+    rng = np.random.default_rng(0)
+    flagged = total = 0
     for _ in range(2000):
-        base = rng.lognormal(0, 0.2, size=4)
-        variant = rng.lognormal(0, 0.2, size=4)
-        hits += stats.ratio_estimate(list(variant), list(base)).no_difference
-    assert 0.93 <= hits / 2000 <= 0.97
+        obs = [Observation(i, b, rng.normal(0, 0.014) + (0.03 if i else 0)) for i in (0, 1) for b in range(4)]
+        flagged += len(stats.outliers(obs))
+        total += len(obs)
+    assert flagged / total < 0.002
 
 
-def test_summary_keeps_rounds_together_and_group_summary_shape():
-    v = [[110, 111, 109], [220, 222, 218]]
-    b = [[100, 100, 100], [200, 200, 200]]
-    avg = stats.summary_estimate(v, b, "avg")
-    assert avg.value == pytest.approx(1.1, rel=1e-3) and avg.verdict() == "faster"
-    assert stats.group_summary([0.9, 1.0, 1.3]) == pytest.approx({"min": 0.9, "max": 1.3, "avg": 1.0666666, "median": 1.0})
+def test_geometric_mean_is_not_biased_upwards_like_the_plain_mean():
+    ratios = [0.8, 1.25]      # log-symmetric: no effect
+    assert stats.geometric_mean(ratios) == pytest.approx(1.0)
+    assert np.mean(ratios) > 1.02
+
+
+def test_cv_and_expected_false_verdicts():
+    assert stats.cv([100, 100, 100]) == 0
+    assert stats.cv([90, 110]) == pytest.approx(np.std([90, 110], ddof=1) / 100)
+    assert stats.expected_false_verdicts(246) == pytest.approx(12.3)
+
+
+def test_one_observation_has_no_interval():
+    e = SuiteEstimates.of({"m": [Observation(0, 0, 0.1)]}).micro("m")
+    assert e.low is None and e.verdict() == "inconclusive"
+
+
+def test_a_deterministic_figure_measured_once_uses_its_repeatability():
+    suite = SuiteEstimates.of({"m": [Observation(1, 1, math.log(1.1))], "n": [Observation(1, 1, 0.001)]},
+                              tolerance=0.005)
+    e = suite.micro("m")
+    assert e.value == pytest.approx(1.1) and e.low == pytest.approx(1.1 / 1.005, rel=1e-3)
+    assert e.verdict() == "faster" and suite.micro("n").verdict() == "same"
+    assert suite.summary().low < suite.summary().value < suite.summary().high

@@ -20,6 +20,7 @@ from . import paths, sources, toolchains
 from . import variants as variants_mod
 from .build import BuildRequest, build as run_build
 from .errors import PgolabError
+from .render import console_for_output, rich_table
 from .runner import Runner
 from .server import stop_all
 from .workloads import parse_train
@@ -27,7 +28,7 @@ from .workloads import parse_train
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Build database servers with LTO and PGO, train them, and prove the result.")
 console = Console(stderr=True)
-out = Console()
+out = console_for_output()   # never wraps tables into a pipe or a file
 
 
 class RichReporter:
@@ -148,12 +149,10 @@ def list_variants(all_: bool = typer.Option(False, "--all", help="every combinat
     if as_json:
         out.print_json(json.dumps(data))
         return
-    table = Table(title=f"{len(data)} variants (flags are added after CMAKE_BUILD_TYPE=Release's -O3 -DNDEBUG)")
-    for col in ("name", "compiler", "description", "added flags"):
-        table.add_column(col, overflow="fold")
-    for d in data:
-        table.add_row(d["name"], d["compiler"], d["description"], d["flags"])
-    out.print(table)
+    out.print(rich_table(f"{len(data)} variants (flags are added after CMAKE_BUILD_TYPE=Release's -O3 -DNDEBUG)",
+                         ["name", "compiler", "description", "added flags"],
+                         [[d["name"], d["compiler"], d["description"], d["flags"]] for d in data],
+                         no_wrap=not out.is_terminal))
 
 
 @app.command("build")
@@ -203,14 +202,32 @@ def build_cmd(
             out.print(r["server_binary"])
 
 
+def _fraction(text: Optional[str]) -> Optional[float]:
+    """'3%' or '0.03' -> 0.03."""
+    if text is None:
+        return None
+    try:
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise PgolabError(f"not a fraction: {text!r}", hint="e.g. --target-ci 3% or --target-ci 0.03")
+
+
 @app.command("bench")
 def bench_cmd(
     base: str = typer.Option(..., "--base", help="the label every other target is compared with"),
     variant: List[str] = typer.Option([], "--variant", "-v", help="a variant built by pgolab (repeatable)"),
     binary: List[str] = typer.Option([], "--binary", help="NAME=PATH of any server binary (repeatable)"),
     suite: str = typer.Option("quick", "--suite", help="quick or full"),
-    rounds: int = typer.Option(3, "--rounds", help="interleaved rounds per microbenchmark"),
-    seconds: int = typer.Option(10, "--seconds", help="seconds per microbenchmark run"),
+    measure: str = typer.Option("qps", "--measure", help="qps, cost, or qps,cost (both, one stored run)"),
+    slice_seconds: float = typer.Option(3, "--seconds", help="seconds per paired QPS slice"),
+    instances: int = typer.Option(2, "--instances", help="server starts per microbenchmark (QPS)"),
+    blocks: int = typer.Option(4, "--blocks", help="paired blocks per instance (QPS; even keeps orders balanced)"),
+    target_ci: Optional[str] = typer.Option(None, "--target-ci",
+                                            help="add instances until every 95%% half-width is this (e.g. 3%%)"),
+    max_instances: int = typer.Option(6, "--max-instances", help="ceiling for --target-ci"),
+    pair_budget: float = typer.Option(120, "--pair-budget", help="measured seconds per microbenchmark and pair"),
+    no_pin: bool = typer.Option(False, "--no-pin", help="do not pin server and sysbench to disjoint CPUs"),
+    cost_scale: float = typer.Option(1.0, "--cost-scale", help="multiplies the cost-mode event counts"),
     table_size: int = typer.Option(100_000, "--table-size"),
     threads: int = typer.Option(1, "--threads"),
     no_prepared: bool = typer.Option(False, "--no-prepared", help="plain queries instead of prepared statements"),
@@ -220,98 +237,74 @@ def bench_cmd(
     store_path: Optional[Path] = typer.Option(None, "--store", help="SQLite file (default in pgolab home)"),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="also export the report here"),
 ) -> None:
-    """Run the sysbench suite on variants and binaries, store every measurement, print the report."""
-    from . import bench, report
+    """Run the sysbench suite on variants and binaries, store every sample, print the report."""
+    from . import bench, measurement, report
+    from .render import export, print_terminal
     from .store import Store
     targets = bench.resolve_targets(base, variant, binary, source_dir)
     if len(targets) < 2:
         raise PgolabError("bench needs at least two targets (the base and one to compare)",
                           hint="e.g. --base distro --binary distro=/usr/sbin/mariadbd --variant rel_o2nofp")
-    options = bench.BenchOptions(suite=suite, rounds=rounds, seconds=seconds, table_size=table_size,
-                                 threads=threads, prepared=not no_prepared, server_options=list(server_option))
+    options = bench.BenchOptions(suite=suite, modes=measurement.parse_modes(measure), slice_seconds=slice_seconds,
+                                 instances=instances, blocks=blocks, max_instances=max(max_instances, instances),
+                                 target_ci=_fraction(target_ci), pair_budget_s=pair_budget, pin=not no_pin,
+                                 cost_scale=cost_scale, table_size=table_size, threads=threads,
+                                 prepared=not no_prepared, server_options=list(server_option))
     store = Store(store_path)
     name = run_name or time.strftime("run-%Y%m%d-%H%M%S")
     command = "pgolab " + " ".join(__import__("shlex").quote(a) for a in sys.argv[1:])
     console.print(f"run {name}; store {store.path}")
+    started = time.monotonic()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("left ~{task.fields[left]}"), console=console) as progress:
         task = progress.add_task("starting", total=None, left="?")
+        first_done: list[int] = []
 
-        def on_step(text, state):
-            per_step = seconds + 1.5
-            left = time.strftime("%H:%M:%S", time.gmtime(state.eta_seconds(per_step)))
-            progress.update(task, description=text, completed=state.done, total=state.total, left=left)
+        def on_step(state):
+            first_done or first_done.append(state.done)   # steps found stored do not count for the pace
+            measured = state.done - first_done[0]
+            pace = (time.monotonic() - started) / measured if measured else None
+            left = time.strftime("%H:%M:%S", time.gmtime(pace * (state.total - state.done))) if pace else "?"
+            progress.update(task, description=escape(state.text), completed=state.done, total=state.total,
+                            left=left)
         bench.run_bench(store, name, base, targets, options, command, on_step)
     data = report.compute(store, name)
-    out.print(report.markdown(data))
+    print_terminal(data, out)
     if out_dir:
-        files = report.export(data, out_dir)
-        console.print(f"exported: {', '.join(str(p) for p in files.values())}")
+        files = export(data, out_dir)
+        console.print(f"exported to {out_dir}: {', '.join(p.name for p in files.values())}")
 
 
 @app.command("report")
 def report_cmd(
     run: Optional[str] = typer.Argument(None, help="run name or id (default: the newest)"),
     store_path: Optional[Path] = typer.Option(None, "--store"),
-    fmt: str = typer.Option("terminal", "--format", help="terminal, markdown, csv or json"),
+    fmt: str = typer.Option("terminal", "--format", help="terminal, markdown, html, csv (per microbenchmark) or json"),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="write every format, charts and report.html here"),
     list_runs: bool = typer.Option(False, "--list", help="list stored runs"),
 ) -> None:
     """Print or export a stored run."""
     from . import report
+    from .render import HtmlRenderer, MarkdownRenderer, export, print_terminal, to_csv, to_json
     from .store import Store
     store = Store(store_path)
     if list_runs:
-        table = Table(title=f"runs in {store.path}")
-        for col in ("id", "name", "created", "server", "base", "suite", "status"):
-            table.add_column(col)
-        for r in store.runs():
-            table.add_row(str(r["id"]), r["name"], r["created"], r["server"], r["base"], r["suite"], r["status"])
-        out.print(table)
+        out.print(rich_table(f"runs in {store.path}", ["id", "name", "created", "server", "base", "suite", "status"],
+                             [[str(r["id"]), r["name"], r["created"], r["server"], r["base"], r["suite"],
+                               r["status"]] for r in store.runs()]))
         return
     data = report.compute(store, run)
     if out_dir:
-        files = report.export(data, out_dir)
-        console.print(f"exported: {', '.join(str(p) for p in files.values())}")
-    if fmt == "markdown":
-        out.print(report.markdown(data), markup=False, highlight=False)
-    elif fmt == "csv":
-        out.print(report.to_csv(data), markup=False, highlight=False)
-    elif fmt == "json":
-        out.print(report.to_json(data), markup=False, highlight=False)
+        files = export(data, out_dir)
+        console.print(f"exported to {out_dir}: {', '.join(p.name for p in files.values())}")
+    writers = {"markdown": lambda: MarkdownRenderer().render(data), "html": lambda: HtmlRenderer().render(data),
+               "csv": lambda: to_csv(data.table("micro")), "json": lambda: to_json(data)}
+    if fmt == "terminal":
+        print_terminal(data, out)
+    elif fmt in writers:
+        sys.stdout.write(writers[fmt]())
     else:
-        print_terminal(data)
-
-
-def print_terminal(data: dict) -> None:
-    from .report import group_estimate, noise_statement
-    run = data["run"]
-    summary = Table(title=f"run {run['name']}: {run['server']}, base {data['base']}, suite {run['suite']}")
-    for col in ("variant", "avg rQPS [95% CI]", "median rQPS [95% CI]", "verdict",
-                "avg rCPU [95% CI]", "median rCPU [95% CI]", "verdict (rCPU)"):
-        summary.add_column(col)
-    for label, s in data["summaries"].items():
-        cpu, cpu_median = s.get("cpu_avg"), s.get("cpu_median")
-        summary.add_row(label, s["avg"].fmt(), s["median"].fmt(), s["avg"].verdict(),
-                        cpu.fmt() if cpu else "n/a", cpu_median.fmt() if cpu_median else "n/a",
-                        cpu.verdict() if cpu else "n/a")
-    out.print(summary)
-    groups = Table(title="per group (rQPS; rCPU = server CPU per query, base / variant)")
-    for col in ("group", "variant", "metric", "min", "max", "avg [95% CI]", "median [95% CI]", "verdict (avg)"):
-        groups.add_column(col)
-    for (group, label, metric), g in data["groups"].items():
-        avg, median = group_estimate(g, "avg"), group_estimate(g, "median")
-        groups.add_row(group, label, "rQPS" if metric == "qps" else "rCPU", f"{g['min']:.3f}", f"{g['max']:.3f}",
-                       avg.fmt(), median.fmt(), avg.verdict())
-    out.print(groups)
-    micro = Table(title="per microbenchmark")
-    for col in ("group", "microbenchmark", "variant", "rQPS [95% CI]", "verdict", "rCPU [95% CI]", "QPS"):
-        micro.add_column(col, overflow="fold")
-    for r in data["rows"]:
-        micro.add_row(r.group, r.micro.split("/", 1)[1], r.label, r.rqps.fmt(), r.rqps.verdict(),
-                      r.rcpu.fmt() if r.rcpu else "n/a", f"{r.qps_median:.0f}")
-    out.print(micro)
-    out.print(noise_statement(data))
+        raise PgolabError(f"unknown format {fmt!r}", hint="terminal, markdown, html, csv or json")
 
 
 @app.command("profile-check")
@@ -364,9 +357,5 @@ def builds_cmd(as_json: bool = typer.Option(False, "--json"),
         for row in rows:
             out.print("| " + " | ".join(row) + " |", markup=False, highlight=False, soft_wrap=True)
         return
-    table = Table(title=f"builds in {paths.builds_dir()}")
-    for h in headers:
-        table.add_column(h, overflow="fold")
-    for row in rows:
-        table.add_row(*row)
-    out.print(table)
+    out.print(rich_table(f"builds in {paths.builds_dir()}", list(headers), [list(r) for r in rows],
+                         no_wrap=not out.is_terminal))

@@ -48,7 +48,7 @@ def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, su
         store = Store(store_path)
         run_name = f"profile-check-{pipeline.dir.parent.name}-{request.variant.name}"
         shutil.rmtree(bench.paths.runs_dir() / run_name, ignore_errors=True)
-        options = bench.BenchOptions(suite=suite, rounds=1, seconds=seconds, warmup_seconds=2)
+        options = bench.BenchOptions(suite=suite, instances=1, blocks=1, slice_seconds=seconds, warmup_seconds=2)
         bench.run_bench(store, run_name, "instrumented", [target], options, "pgolab profile-check")
         store.close()
         shutil.rmtree(bench.paths.runs_dir() / run_name, ignore_errors=True)

@@ -1,307 +1,354 @@
-"""Reports computed from the store: terminal, Markdown, CSV, JSON, PNG charts, one HTML page."""
+"""The report of a stored run as one typed model; render.py writes it out.
+
+Every table is defined here once (its columns and rows); the terminal, Markdown, HTML,
+CSV and JSON renderers only format what they are given. Ratios read the same way
+everywhere: > 1 means the variant is better (faster, or fewer CPU seconds,
+instructions or misses per query).
+"""
 
 from __future__ import annotations
 
-import base64
-import csv
-import html
-import io
 import json
 from collections import defaultdict
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from . import stats
+from .cost import CACHE_GEOMETRY, CYCLE_FORMULA
 from .errors import PgolabError
+from .measurement import FIGURES, Figure, figures
 from .store import Store
 from .suite import GROUPS
 
-METRICS = {"qps": "rQPS (QPS variant / QPS base)",
-           "cpu": "rCPU (server CPU per query, base / variant)"}
+# Cost figures are deterministic: measured here, repeats agree within 0.1 % on instructions and
+# I1 misses (docs/results); 0.5 % is the bound the report assumes for a single measurement.
+COST_TOLERANCE = 0.005
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    title: str
 
 
 @dataclass
-class Row:
-    micro: str          # group/name
-    group: str
-    label: str
-    rqps: stats.Estimate
-    rcpu: stats.Estimate | None
-    qps_median: float
-    qps_spread: float   # (max-min)/median over rounds
+class Table:
+    key: str
+    title: str
+    columns: list[Column]
+    rows: list[dict]          # column key -> str | int | float | stats.Estimate | None
+    note: str = ""
 
 
-def compute(store: Store, run_ref: str | int | None) -> dict:
+@dataclass
+class Chart:
+    """One group's estimates of one figure, per microbenchmark and build."""
+    key: str
+    title: str
+    figure: str
+    micros: list[str]
+    series: dict[str, list[stats.Estimate | None]]
+
+
+@dataclass
+class Report:
+    title: str
+    facts: list[str]
+    tables: list[Table]
+    notes: list[tuple[str, str]]
+    charts: list[Chart] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+
+    def table(self, key: str) -> Table:
+        return next(t for t in self.tables if t.key == key)
+
+
+@dataclass
+class Analysis:
+    """Estimates of every (figure, build) pair of a run, and what they were computed from."""
+    base: str
+    labels: list[str]                       # the variants, in target order
+    micros: list[str]                       # suite keys in run order
+    group_of: dict[str, str]
+    suites: dict[tuple[str, str], stats.SuiteEstimates]   # (figure key, label)
+    base_values: dict[str, dict[str, list[float]]]         # figure key -> micro -> base's samples
+    base_by_instance: dict[str, dict[tuple[str, int], list[float]]]
+    absolute: dict[tuple[str, str, str], float]             # (figure, micro, label) -> mean per query
+    excluded: dict[tuple[str, str, int, int], str]
+
+    def present(self) -> list[Figure]:
+        return [f for f in FIGURES if any((f.key, l) in self.suites for l in self.labels)]
+
+    def groups(self) -> list[str]:
+        seen = set(self.group_of.values())
+        return [g for g in GROUPS if g in seen] + sorted(seen - set(GROUPS))
+
+    def micros_of(self, group: str) -> list[str]:
+        return [m for m in self.micros if self.group_of[m] == group]
+
+
+def analyse(store: Store, run_id: int, base: str, labels: list[str]) -> Analysis:
+    samples = store.samples(run_id)
+    excluded = store.excluded(run_id)
+    micros = list(dict.fromkeys(s.step.micro for s in samples))
+    group_of = {s.step.micro: s.group for s in samples}
+    variants = [l for l in labels if l != base]
+    suites, base_values = {}, defaultdict(lambda: defaultdict(list))
+    base_by_instance = defaultdict(lambda: defaultdict(list))
+    absolute: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for mode in ("qps", "cost"):
+        mode_samples = [s for s in samples if s.step.mode == mode]
+        if not mode_samples:
+            continue
+        skip = {(k, i, b) for (m, k, i, b) in excluded if m == mode}
+        for figure in figures(mode):
+            values = {(s.step.micro, s.step.instance, s.step.block, s.step.label): s.values.get(figure.key)
+                      for s in mode_samples}
+            for (micro, inst, block, label), v in values.items():
+                if v is None or (micro, inst, block) in skip:
+                    continue
+                absolute[(figure.key, micro, label)].append(v)
+                if label == base:
+                    base_values[figure.key][micro].append(v)
+                    base_by_instance[figure.key][(micro, inst)].append(v)
+            for label in variants:
+                obs = stats.paired_observations(values, base, label, figure.ratio_sign(), skip)
+                if obs:
+                    suites[(figure.key, label)] = stats.SuiteEstimates.of(
+                        obs, tolerance=COST_TOLERANCE if mode == "cost" else None)
+    return Analysis(base, variants, micros, group_of, suites, base_values, base_by_instance,
+                    {k: float(np.mean(v)) for k, v in absolute.items()}, excluded)
+
+
+# -- tables ---------------------------------------------------------------------
+
+def builds_table(a: Analysis) -> Table:
+    """Per build, over the whole suite: the geometric mean of every headline ratio."""
+    figs = [f for f in a.present() if f.headline]
+    columns = [Column("build", "build")]
+    for f in figs:
+        columns += [Column(f.key, f"{f.ratio_name} [95% CI]"), Column(f"{f.key}_verdict", "verdict")]
+        if f.key in ("qps", "cycles"):
+            columns.append(Column(f"{f.key}_median", f"median {f.ratio_name}"))
+    rows = []
+    for label in a.labels:
+        row = {"build": label}
+        for f in figs:
+            suite = a.suites.get((f.key, label))
+            e = suite.summary() if suite else None
+            row[f.key], row[f"{f.key}_verdict"] = e, e.verdict() if e else None
+            if f.key in ("qps", "cycles"):
+                row[f"{f.key}_median"] = (float(np.median([suite.micro(k).value for k in suite.micros]))
+                                          if suite else None)
+        rows.append(row)
+    return Table("builds", "Per build (geometric mean over the suite)", columns, rows,
+                 note="A ratio above 1 means the build is better than the base (more queries per second; fewer CPU "
+                      "seconds, estimated cycles, instructions or I1 misses per query).")
+
+
+def groups_table(a: Analysis) -> Table:
+    columns = [Column("group", "group"), Column("build", "build"), Column("figure", "figure"),
+               Column("min", "min"), Column("max", "max"), Column("geomean", "geomean [95% CI]"),
+               Column("median", "median"), Column("verdict", "verdict")]
+    rows = []
+    for group in a.groups():
+        keys = a.micros_of(group)
+        for label in a.labels:
+            for f in a.present():
+                if not f.headline or (f.key, label) not in a.suites:
+                    continue
+                suite = a.suites[(f.key, label)]
+                present = [k for k in keys if k in suite.micros]
+                if not present:
+                    continue
+                shape = stats.group_summary([suite.micro(k).value for k in present])
+                e = suite.summary(present)
+                rows.append({"group": group, "build": label, "figure": f.ratio_name, "min": shape["min"],
+                             "max": shape["max"], "geomean": e, "median": shape["median"], "verdict": e.verdict()})
+    return Table("groups", "Per group", columns, rows,
+                 note="min, max and median of the group's per-microbenchmark ratios; the geometric mean "
+                      "with its interval.")
+
+
+def micro_table(a: Analysis) -> Table:
+    figs = [f for f in a.present() if f.headline]
+    columns = [Column("group", "group"), Column("micro", "microbenchmark"), Column("build", "build")]
+    for f in figs:
+        columns += [Column(f.key, f"{f.ratio_name} [95% CI]"), Column(f"{f.key}_verdict", "verdict")]
+    columns.append(Column("pairs", "pairs"))
+    rows = []
+    for micro in a.micros:
+        for label in a.labels:
+            row = {"group": a.group_of[micro], "micro": micro.split("/", 1)[1], "build": label}
+            pairs = 0
+            for f in figs:
+                suite = a.suites.get((f.key, label))
+                e = suite.micro(micro) if suite and micro in suite.micros else None
+                row[f.key], row[f"{f.key}_verdict"] = e, e.verdict() if e else None
+                pairs = max(pairs, e.n if e else 0)
+            row["pairs"] = pairs
+            rows.append(row)
+    return Table("micro", "Per microbenchmark", columns, rows)
+
+
+def cost_table(a: Analysis) -> Table | None:
+    figs = [f for f in FIGURES if f.mode == "cost"]
+    if not any(k[0] == "instructions" for k in a.absolute):
+        return None
+    columns = [Column("group", "group"), Column("micro", "microbenchmark"), Column("target", "target")]
+    columns += [Column(f.key, f.unit) for f in figs]
+    rows = []
+    for micro in a.micros:
+        for label in [a.base, *a.labels]:
+            if ("instructions", micro, label) not in a.absolute:
+                continue
+            row = {"group": a.group_of[micro], "micro": micro.split("/", 1)[1], "target": label}
+            row |= {f.key: round(a.absolute.get((f.key, micro, label), float("nan")), 1) for f in figs}
+            rows.append(row)
+    return Table("cost", "Cost per query (callgrind)", columns, rows, note=CYCLE_FORMULA)
+
+
+def excluded_table(a: Analysis) -> Table:
+    rows = [{"mode": m, "micro": k, "instance": i, "block": b, "reason": r}
+            for (m, k, i, b), r in sorted(a.excluded.items())]
+    return Table("excluded", "Outliers: excluded and re-measured blocks",
+                 [Column("mode", "mode"), Column("micro", "microbenchmark"), Column("instance", "instance"),
+                  Column("block", "block"), Column("reason", "why")], rows,
+                 note="none" if not rows else "each was measured again on the same servers")
+
+
+def targets_table(store: Store, run_id: int, methods: dict[str, str]) -> Table:
+    rows = []
+    for t in store.targets(run_id):
+        desc = json.loads(t["description"])
+        text = desc.get("description") or desc.get("version") or ""
+        if desc.get("training"):
+            text += f"; trained with {desc['training']}"
+        if desc.get("profile_check"):
+            text += f"; profile overlap with {desc['profile_check']['benchmark']}: " \
+                    f"{desc['profile_check']['overlap'] * 100:.1f}%"
+        rows.append({"label": t["label"], "kind": t["kind"], "binary": t["server_binary"],
+                     "sha256": (t["binary_digest"] or "")[:12], "description": text,
+                     "cost_method": methods.get(t["label"], "")})
+    return Table("targets", "Targets", [Column("label", "label"), Column("kind", "kind"),
+                                        Column("binary", "server binary"), Column("sha256", "sha256"),
+                                        Column("description", "what"), Column("cost_method", "cost counted by")],
+                 rows)
+
+
+# -- statements -------------------------------------------------------------------
+
+def noise_note(a: Analysis, options: dict) -> str:
+    parts = []
+    within = [stats.cv(v) for v in a.base_by_instance.get("qps", {}).values() if len(v) > 1]
+    if within:
+        parts.append(f"QPS: the base's coefficient of variation between slices of one server instance is "
+                     f"{np.median(within) * 100:.1f}% (median over microbenchmark instances; max "
+                     f"{max(within) * 100:.1f}%).")
+        comps = [s.component for (f, _), s in a.suites.items() if f == "qps" and s.component.variance is not None]
+        if comps:
+            sd = np.median([np.sqrt(c.variance) for c in comps]) * 100
+            parts.append(f"Instance to instance, a build's paired log ratio moves with a standard deviation of "
+                         f"{sd:.1f}% (pooled over the suite, {comps[0].df} df); the intervals include it.")
+        else:
+            parts.append("Each microbenchmark ran on one server instance only: instance-to-instance variation "
+                         "(a few per cent on this kind of machine) is not in the intervals.")
+    for label in a.labels:
+        suite = a.suites.get(("qps", label))
+        halves = [suite.micro(k).half_width for k in suite.micros] if suite else []
+        halves = [h for h in halves if h is not None]
+        if halves:
+            parts.append(f"{label}: per-microbenchmark 95% half-width of rQPS median {np.median(halves) * 100:.1f}%, "
+                         f"max {max(halves) * 100:.1f}%; over the suite ±{suite.summary().half_width * 100:.1f}%.")
+    cpu = [stats.cv(v) for v in a.base_by_instance.get("cpu_us", {}).values() if len(v) > 1]
+    if cpu:
+        parts.append(f"The base's server CPU per query varies with a CV of {np.median(cpu) * 100:.1f}% (median).")
+    cost = [stats.cv(v) for v in a.base_values.get("instructions", {}).values() if len(v) > 1]
+    if cost:
+        parts.append(f"Cost: repeated measurements of the base's instructions per query vary with a CV of "
+                     f"{np.median(cost) * 100:.2f}% (median; max {max(cost) * 100:.2f}%).")
+    if "qps" in options.get("modes", []):
+        parts.insert(0, f"{options.get('instances')} server instance(s) per microbenchmark, "
+                        f"{options.get('blocks')} paired blocks of {options.get('slice_seconds')} s each, "
+                        f"order alternating within and between instances"
+                        + (f", more instances (up to {options.get('max_instances')}) until the 95% half-width is "
+                           f"{options['target_ci'] * 100:.1f}% or {options.get('pair_budget_s')} s per pair are "
+                           f"spent" if options.get("target_ci") else "") + ".")
+    return " ".join(parts) or "No repeated measurement: nothing can be said about noise."
+
+
+def multiple_comparisons_note(tables: list[Table]) -> str:
+    """Counts the sampled (QPS-mode) verdicts of the per-microbenchmark table."""
+    micro = next(t for t in tables if t.key == "micro")
+    sampled = [f"{f.key}_verdict" for f in FIGURES if f.mode == "qps"]
+    verdicts = [r.get(c) for r in micro.rows for c in sampled if r.get(c)]
+    tests = len(verdicts)
+    decided = sum(1 for v in verdicts if v in ("faster", "slower"))
+    return (f"The per-microbenchmark table holds {tests} QPS-mode verdicts at 95% confidence, {decided} of them "
+            f"'faster' or 'slower'. If no build differed from the base, about "
+            f"{stats.expected_false_verdicts(tests):.1f} would still read 'faster' or 'slower' by chance; read "
+            f"single rows with that in mind, and the per-build and per-group rows first. Cost verdicts rest on "
+            f"a ±{COST_TOLERANCE * 100:.1f}% repeatability bound, not on sampling, and are not subject to this.")
+
+
+METHOD_NOTE = (
+    "Per microbenchmark: the geometric mean of paired ratios (each block runs every target back to back). "
+    "Its 95% interval combines block-to-block variation (its own) and instance-to-instance variation "
+    "(pooled over the suite), with Satterthwaite degrees of freedom. Per build and per group: the geometric "
+    "mean over microbenchmarks, with the pooled variation and its degrees of freedom. Verdicts: 'faster' or "
+    "'slower' when the 95% interval excludes 1.0; 'same' when the 90% interval lies within ±2% (two one-sided "
+    "tests); 'inconclusive' otherwise. Outliers (robust z-score of a paired log ratio, against its instance's "
+    "median, above 6) are excluded, listed, and measured again.")
+
+
+CHART_FIGURES = ("qps", "cpu_us", "cycles")   # the rest are in the tables
+
+
+def charts(a: Analysis) -> list[Chart]:
+    out = []
+    for f in a.present():
+        if f.key not in CHART_FIGURES:
+            continue
+        for group in a.groups():
+            keys = a.micros_of(group)
+            series = {}
+            for label in a.labels:
+                suite = a.suites.get((f.key, label))
+                series[label] = [suite.micro(k) if suite and k in suite.micros else None for k in keys]
+            if any(e for s in series.values() for e in s):
+                out.append(Chart(f"{f.ratio_name}-{group}", f"{group}: {f.ratio_name} vs {a.base}", f.ratio_name,
+                                 [k.split("/", 1)[1] for k in keys], series))
+    return out
+
+
+def compute(store: Store, run_ref: str | int | None) -> Report:
     run = store.run(run_ref)
     if run is None:
         raise PgolabError(f"no stored run {run_ref!r}" if run_ref else "the store holds no run yet",
                           hint=f"`pgolab report --list` shows stored runs (store: {store.path})")
-    rows = store.measurements(run["id"])
-    base = run["base"]
-    series: dict[tuple[str, str], dict[int, dict]] = defaultdict(dict)
-    groups: dict[str, str] = {}
-    for r in rows:
-        series[(r["micro"], r["label"])][r["round"]] = {"qps": r["qps"], "cpu": r["cpu_us_per_query"]}
-        groups[r["micro"]] = r["grp"]
     labels = [t["label"] for t in store.targets(run["id"])]
-    micros = list(dict.fromkeys(r["micro"] for r in rows))
-    result_rows: list[Row] = []
-    per_label: dict[str, tuple[list, list]] = {l: ([], []) for l in labels if l != base}
-    # The same for CPU per query, inverted (base / variant) so that > 1 is better, like rQPS.
-    per_label_cpu: dict[str, tuple[list, list]] = {l: ([], []) for l in per_label}
-    # (group, label, metric) -> per microbenchmark (numerator, denominator) series, paired by round.
-    per_group: dict[tuple[str, str, str], list[tuple[list, list]]] = defaultdict(list)
-    for micro in micros:
-        b = series.get((micro, base), {})
-        for label in labels:
-            if label == base:
-                continue
-            v = series.get((micro, label), {})
-            common = sorted(set(b) & set(v))
-            if not common:
-                continue
-            vq, bq = [v[i]["qps"] for i in common], [b[i]["qps"] for i in common]
-            rqps = stats.ratio_estimate(vq, bq)
-            rcpu = None
-            if all(b[i]["cpu"] and v[i]["cpu"] for i in common):
-                # Inverted so that > 1 means less CPU per query for the variant.
-                bc, vc = [b[i]["cpu"] for i in common], [v[i]["cpu"] for i in common]
-                rcpu = stats.ratio_estimate(bc, vc)
-                per_label_cpu[label][0].append(bc)
-                per_label_cpu[label][1].append(vc)
-            sp = stats.spread(vq)
-            result_rows.append(Row(micro, groups[micro], label, rqps, rcpu, sp["median"], sp["rel_range"]))
-            per_label[label][0].append(vq)
-            per_label[label][1].append(bq)
-            per_group[(groups[micro], label, "qps")].append((vq, bq))
-            if rcpu is not None:
-                per_group[(groups[micro], label, "cpu")].append((bc, vc))
-    summaries = {}
-    for label, (vs, bs) in per_label.items():
-        if vs:
-            summaries[label] = {"avg": stats.summary_estimate(vs, bs, "avg"),
-                                "median": stats.summary_estimate(vs, bs, "median")}
-            bc, vc = per_label_cpu[label]
-            # Only where every microbenchmark has a CPU figure: a partial summary would mislead.
-            if len(bc) == len(vs):
-                summaries[label]["cpu_avg"] = stats.summary_estimate(bc, vc, "avg")
-                summaries[label]["cpu_median"] = stats.summary_estimate(bc, vc, "median")
-    group_tables = {}
-    for metric, estimate_of in (("qps", lambda r: r.rqps), ("cpu", lambda r: r.rcpu)):
-        for group in GROUPS:
-            for label in per_label:
-                values = [estimate_of(r).value for r in result_rows
-                          if r.group == group and r.label == label and estimate_of(r) is not None]
-                if values:
-                    # min and max over the group's microbenchmarks; avg and median with intervals,
-                    # computed round by round as for the per-variant summary.
-                    nums, dens = zip(*per_group[(group, label, metric)])
-                    table = stats.group_summary(values)
-                    for how in ("avg", "median"):
-                        e = stats.summary_estimate(list(nums), list(dens), how)
-                        table |= {how: e.value, f"{how}_low": e.low, f"{how}_high": e.high, "rounds": e.rounds}
-                    group_tables[(group, label, metric)] = table
-    def base_noise(metric: str) -> list[float]:
-        """Per microbenchmark, how much the base's own figure moved between rounds."""
-        out = []
-        for m in micros:
-            values = [x[metric] for x in series.get((m, base), {}).values()]
-            if len(values) > 1 and all(values):
-                out.append(stats.spread(values)["rel_range"])
-        return out
-
-    return {"run": dict(run), "targets": [dict(t) for t in store.targets(run["id"])], "rows": result_rows,
-            "summaries": summaries, "groups": group_tables, "labels": list(per_label), "base": base,
-            "measurements": len(rows), "base_noise": base_noise("qps"), "base_cpu_noise": base_noise("cpu")}
-
-
-def noise_statement(data: dict) -> str:
-    noise = data["base_noise"]
-    opts = json.loads(data["run"]["options"])
-    if not noise:
-        return "Only one round per microbenchmark: no statement about noise is possible."
-    import numpy as np
-    flagged = sum(1 for r in data["rows"] if not r.rqps.no_difference)
-    rows_cpu = [r for r in data["rows"] if r.rcpu is not None]
-    flagged_cpu = sum(1 for r in rows_cpu if not r.rcpu.no_difference)
-    cpu_noise = data.get("base_cpu_noise") or []
-    cpu_text = (f" Its server CPU time per query varied by a median of {np.median(cpu_noise) * 100:.0f}% "
-                f"(max {max(cpu_noise) * 100:.0f}%)." if cpu_noise else "")
-    return (f"{opts['rounds']} interleaved rounds of {opts['seconds']}s per microbenchmark. "
-            f"Between rounds, the base's own QPS varied by a median of {np.median(noise) * 100:.0f}% "
-            f"(max {max(noise) * 100:.0f}%) of its median.{cpu_text} Each rQPS is the geometric mean of "
-            f"per-round ratios with a 95% Student-t interval on their logarithms; {flagged} of "
-            f"{len(data['rows'])} microbenchmark results exclude 1.0, the others are marked 'no difference'"
-            f" (rCPU: {flagged_cpu} of {len(rows_cpu)}). Wall-clock QPS here is bounded by client and kernel "
-            f"round trips, so server CPU time per query (rCPU) shows a build's own effect more directly.")
-
-
-def group_estimate(table: dict, how: str) -> stats.Estimate:
-    return stats.Estimate(table[how], table[f"{how}_low"], table[f"{how}_high"], table["rounds"])
-
-
-def _fmt(e: stats.Estimate | None) -> str:
-    return "n/a" if e is None else e.fmt()
-
-
-def markdown(data: dict) -> str:
-    run = data["run"]
-    out = [f"# pgolab run `{run['name']}`", "",
-           f"Server: {run['server']}; base: `{data['base']}`; suite: {run['suite']}; "
-           f"{data['measurements']} measurements; status: {run['status']}.", "",
-           "## Per variant (over all microbenchmarks)", "",
-           "| variant | avg rQPS [95% CI] | median rQPS [95% CI] | verdict (avg) "
-           "| avg rCPU [95% CI] | median rCPU [95% CI] | verdict (avg rCPU) |", "|---|---|---|---|---|---|---|"]
-    for label, s in data["summaries"].items():
-        cpu = s.get("cpu_avg")
-        out.append(f"| {label} | {_fmt(s['avg'])} | {_fmt(s['median'])} | {s['avg'].verdict()} "
-                   f"| {_fmt(cpu)} | {_fmt(s.get('cpu_median'))} | {cpu.verdict() if cpu else 'n/a'} |")
-    for metric, title in (("qps", "rQPS"), ("cpu", "rCPU: server CPU per query, base / variant")):
-        out += ["", f"## Per group ({title})", "",
-                "| group | variant | min | max | avg [95% CI] | median [95% CI] | verdict (avg) |",
-                "|---|---|---|---|---|---|---|"]
-        for (group, label, m), g in data["groups"].items():
-            if m == metric:
-                avg, median = group_estimate(g, "avg"), group_estimate(g, "median")
-                out.append(f"| {group} | {label} | {g['min']:.3f} | {g['max']:.3f} | {avg.fmt()} "
-                           f"| {median.fmt()} | {avg.verdict()} |")
-    out += ["", "## Per microbenchmark", "",
-            "| group | microbenchmark | variant | rQPS [95% CI] | verdict | rCPU [95% CI] | QPS (median) | QPS spread |",
-            "|---|---|---|---|---|---|---|---|"]
-    for r in data["rows"]:
-        out.append(f"| {r.group} | {r.micro.split('/', 1)[1]} | {r.label} | {_fmt(r.rqps)} | {r.rqps.verdict()} | "
-                   f"{_fmt(r.rcpu)} | {r.qps_median:.0f} | {r.qps_spread * 100:.0f}% |")
-    out += ["", "## Noise", "", noise_statement(data), "", "## Targets", ""]
-    for t in data["targets"]:
-        desc = json.loads(t["description"])
-        line = (f"- `{t['label']}` ({t['kind']}): `{t['server_binary']}` — "
-                f"{desc.get('description') or desc.get('version') or ''}")
-        if desc.get("training"):
-            line += f"; trained with `{desc['training']}`"
-        if desc.get("profile_check"):
-            pc = desc["profile_check"]
-            line += f"; profile overlap with {pc['benchmark']}: {pc['overlap'] * 100:.1f}%"
-        out.append(line)
+    a = analyse(store, run["id"], run["base"], labels)
+    options = json.loads(run["options"])
+    methods = {}
+    for s in store.samples(run["id"], "cost"):
+        methods.setdefault(s.step.label, s.detail.get("method", ""))
+    tables = [builds_table(a), groups_table(a), micro_table(a)]
+    cost = cost_table(a)
+    if cost:
+        tables.append(cost)
+    tables += [excluded_table(a), targets_table(store, run["id"], methods)]
     host = json.loads(run["host"])
-    out += ["", "## Host", "", f"{host['cpu']}, {host['cores']} cores, {host['memory_gib']} GiB, "
-            f"kernel {host['kernel']}", "", "## Commands", ""]
-    out += [f"    {c}" for c in json.loads(run["commands"])]
-    return "\n".join(out) + "\n"
-
-
-def rows_as_dicts(data: dict) -> list[dict]:
-    out = []
-    for r in data["rows"]:
-        out.append({"group": r.group, "microbenchmark": r.micro.split("/", 1)[1], "variant": r.label,
-                    "rqps": r.rqps.value, "rqps_low": r.rqps.low, "rqps_high": r.rqps.high,
-                    "verdict": r.rqps.verdict(), "rounds": r.rqps.rounds,
-                    "rcpu": r.rcpu.value if r.rcpu else None, "rcpu_low": r.rcpu.low if r.rcpu else None,
-                    "rcpu_high": r.rcpu.high if r.rcpu else None, "qps_median": r.qps_median,
-                    "qps_spread": r.qps_spread})
-    return out
-
-
-def to_json(data: dict) -> str:
-    return json.dumps({
-        "run": {k: (json.loads(v) if k in ("options", "host", "commands") else v) for k, v in data["run"].items()},
-        "base": data["base"],
-        "summaries": {l: {k: vars(e) | {"verdict": e.verdict()} for k, e in s.items()}
-                      for l, s in data["summaries"].items()},
-        "groups": [{"group": g, "variant": l, "metric": "rqps" if m == "qps" else "rcpu", **v}
-                   for (g, l, m), v in data["groups"].items()],
-        "rows": rows_as_dicts(data),
-        "noise": noise_statement(data),
-    }, indent=2)
-
-
-def to_csv(data: dict) -> str:
-    buf = io.StringIO()
-    rows = rows_as_dicts(data)
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["group"])
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()
-
-
-def charts(data: dict, out_dir: Path, metric: str = "qps") -> list[Path]:
-    """One PNG per group: the metric per microbenchmark per variant, with 95% whiskers."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for group in GROUPS:
-        rows = [r for r in data["rows"] if r.group == group]
-        est = lambda r: r.rqps if metric == "qps" else r.rcpu
-        rows = [r for r in rows if est(r) is not None]
-        if not rows:
-            continue
-        micros = list(dict.fromkeys(r.micro.split("/", 1)[1] for r in rows))
-        labels = data["labels"]
-        width = 0.8 / max(len(labels), 1)
-        fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(micros) + 2), 5.5))
-        values_seen = []
-        for i, label in enumerate(labels):
-            xs, ys, lo, hi = [], [], [], []
-            for j, micro in enumerate(micros):
-                match = [r for r in rows if r.label == label and r.micro.endswith("/" + micro)]
-                if not match:
-                    continue
-                e = est(match[0])
-                xs.append(j + (i - (len(labels) - 1) / 2) * width)
-                ys.append(e.value)
-                lo.append(e.value - (e.low if e.low is not None else e.value))
-                hi.append((e.high if e.high is not None else e.value) - e.value)
-                values_seen += [e.low or e.value, e.high or e.value]
-            ax.bar(xs, ys, width=width, label=label, yerr=[lo, hi], capsize=3)
-        ax.axhline(1.0, color="black", linewidth=0.8)
-        low = min(values_seen + [1.0])
-        high = max(values_seen + [1.0])
-        pad = (high - low) * 0.1 + 0.02
-        ax.set_ylim(max(0, low - pad), high + pad)
-        ax.set_xticks(range(len(micros)))
-        ax.set_xticklabels(micros, rotation=40, ha="right", fontsize=9)
-        ax.set_ylabel(METRICS[metric] + (" — y-axis does not start at 0" if low - pad > 0 else ""))
-        ax.set_title(f"{group}: {METRICS[metric]} vs {data['base']} (95% CI whiskers)")
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = out_dir / f"{metric}-{group}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
-    return paths
-
-
-def html_page(data: dict, chart_paths: list[Path]) -> str:
-    md = markdown(data)
-    images = "".join(
-        f'<h3>{html.escape(p.stem)}</h3><img alt="{html.escape(p.stem)}" '
-        f'src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">' for p in chart_paths)
-    table_rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
-            r.group, r.micro.split("/", 1)[1], r.label, _fmt(r.rqps), r.rqps.verdict(), _fmt(r.rcpu))) + "</tr>"
-        for r in data["rows"])
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>pgolab {html.escape(data['run']['name'])}</title>
-<style>body{{font-family:sans-serif;max-width:1200px;margin:auto}} td,th{{border:1px solid #ccc;padding:2px 6px}}
-table{{border-collapse:collapse}} img{{max-width:100%}} pre{{white-space:pre-wrap}}</style></head><body>
-<h1>pgolab run {html.escape(data['run']['name'])}</h1>
-<h2>Charts</h2>{images}
-<h2>Per microbenchmark</h2><table><tr><th>group</th><th>microbenchmark</th><th>variant</th><th>rQPS [95% CI]</th>
-<th>verdict</th><th>rCPU [95% CI]</th></tr>{table_rows}</table>
-<h2>Full report</h2><pre>{html.escape(md)}</pre></body></html>"""
-
-
-def export(data: dict, out_dir: Path) -> dict[str, Path]:
-    """Every format into one folder."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = {"markdown": out_dir / "report.md", "csv": out_dir / "results.csv", "json": out_dir / "results.json"}
-    files["markdown"].write_text(markdown(data))
-    files["csv"].write_text(to_csv(data))
-    files["json"].write_text(to_json(data))
-    pngs = charts(data, out_dir, "qps") + charts(data, out_dir, "cpu")
-    files["html"] = out_dir / "report.html"
-    files["html"].write_text(html_page(data, pngs))
-    for p in pngs:
-        files[p.stem] = p
-    return files
+    modes = options.get("modes") or ["qps"]
+    facts = [f"server {run['server']}; base {run['base']}; suite {run['suite']}; measured {', '.join(modes)}; "
+             f"{store.sample_count(run['id'])} samples; status {run['status']}",
+             f"host: {host.get('cpu')}, {host.get('cores')} cores, {host.get('memory_gib')} GiB, "
+             f"kernel {host.get('kernel')}"]
+    notes = [("Method", METHOD_NOTE), ("Noise", noise_note(a, options)),
+             ("Multiple comparisons", multiple_comparisons_note(tables))]
+    if cost:
+        notes.append(("Cost mode", f"Server under valgrind callgrind with cache and branch simulation "
+                                   f"({' '.join(CACHE_GEOMETRY)}), a fixed number of events per microbenchmark "
+                                   f"after a warm-up of a quarter as many; {CYCLE_FORMULA}. rCost is base/variant "
+                                   f"of estimated cycles per query."))
+    return Report(f"pgolab run {run['name']}", facts, tables, notes, charts(a), json.loads(run["commands"]))

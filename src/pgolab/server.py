@@ -64,6 +64,7 @@ class ServerProcess:
     options: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     config: Path | None = None        # the user's server config file, if any
+    wrapper: list[str] = field(default_factory=list)   # runs the server under it (taskset, valgrind)
     proc: subprocess.Popen | None = None
 
     @property
@@ -75,7 +76,7 @@ class ServerProcess:
         self._remove_leftovers()
         if self.installation.run_as:
             chown_tree(self.rundir, self.installation.run_as)
-        argv = self.installation.start_argv(self.datadir, self.rundir, self.options, self.config)
+        argv = [*self.wrapper, *self.installation.start_argv(self.datadir, self.rundir, self.options, self.config)]
         cwd = self.datadir.parent
         as_user = f" (as user {self.installation.run_as})" if self.installation.run_as else ""
         self.runner.note(f"start server{as_user}: {format_command(argv, cwd, self.env)}")

@@ -1,46 +1,97 @@
-"""Relative QPS with honest intervals.
+"""Relative performance with intervals that hold on a noisy machine.
 
-Variants are interleaved within a round, so round i of the base and round i of
-a variant ran under the same conditions: the unit of evidence is the per-round
-ratio r_i = QPS(variant, i) / QPS(base, i). The estimate is the geometric mean
-of those ratios, and its 95% interval a Student-t interval on log(r_i),
-transformed back. With the handful of rounds a benchmark can afford (3-10), a
-bootstrap over rounds under-covers badly (with 2 rounds its interval is just
-the two ratios), while the t interval widens as it should. An interval that
-contains 1.0 means "no difference".
+The unit of evidence is a paired log ratio: in block b of server instance i, every
+target ran the microbenchmark back to back, so y = log(variant / base) (or
+log(base / variant) for a figure where lower is better) cancels the machine-speed
+drift they shared. Per microbenchmark the estimate is the geometric mean of those
+ratios: the mean over instances of each instance's mean log ratio.
 
-The same is computed for server CPU time per query (base / variant, so that
-> 1 means the variant is better, like rQPS), which is steadier than wall-clock
-QPS on a machine where client round trips dominate.
+Two kinds of noise enter an estimate, and both must be in its interval:
+
+- block to block within one instance pair (drift between two slices a few seconds
+  apart): the within-instance variance s_e², from the microbenchmark's own blocks;
+- instance to instance (two servers of the same binary can differ by several per cent
+  for their whole life): the variance component s_u² of the instance means. Each
+  microbenchmark has only a few instances, so s_u² is pooled over the suite's
+  microbenchmarks, with the degrees of freedom that pooling gives.
+
+Var(per-micro estimate) = (1/R²) Σ_i (s_u² + s_e²/n_i), combined by Satterthwaite.
+A suite or group summary is the geometric mean over microbenchmarks: the mean of
+their log estimates, with Var = Σ Var_m / M² (microbenchmarks are measured on
+separate instances, so independent), again with Satterthwaite degrees of freedom.
+With one instance per microbenchmark s_u² cannot be estimated; the interval then
+covers block noise only, and the report says so.
+
+Verdicts: "faster"/"slower" when the 95% interval excludes 1.0; "same" when the 90%
+interval lies inside the equivalence margin (two one-sided tests at 5%, TOST);
+"inconclusive" otherwise. Outliers are blocks whose paired log ratio has a robust
+z-score (median/MAD) beyond OUTLIER_Z; the scheduler re-measures them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats as _scipy_stats
 
 CONFIDENCE = 0.95
+EQUIVALENCE_MARGIN = 0.02      # "same" when the effect is inside ±2 %
+# Stricter than Iglewicz and Hoaglin's 3.5: the centre is the median of a small instance (4-8
+# blocks), which makes residuals look tighter; 6 flags 0.05 % of clean normal blocks
+# (tests/test_stats.py), while the 3.5x round the audit found scores about 80.
+OUTLIER_Z = 6.0
+OUTLIER_MAD_FLOOR = 0.005      # a deviation under ~4.5 % is never an outlier, even when MAD is ~0
+OUTLIER_MIN_BLOCKS = 5
 
 
-@dataclass
+@dataclass(frozen=True)
+class Observation:
+    """One paired log ratio: instance i, block b of one microbenchmark."""
+    instance: int
+    block: int
+    log_ratio: float
+
+
+@dataclass(frozen=True)
 class Estimate:
-    value: float
-    low: float | None
+    value: float               # geometric mean ratio, > 1 is better for the variant
+    low: float | None          # 95 % interval (None: not estimable)
     high: float | None
-    rounds: int
+    n: int                     # paired observations behind it
+    df: float | None = None
+    log_se: float | None = None
+    margin: float = EQUIVALENCE_MARGIN
 
     @property
-    def no_difference(self) -> bool:
-        return self.low is None or (self.low <= 1.0 <= self.high)
+    def half_width(self) -> float | None:
+        """Relative 95 % half-width, e.g. 0.03 for ±3 %."""
+        if self.low is None:
+            return None
+        return (self.high - self.low) / 2 / self.value
+
+    def interval(self, confidence: float) -> tuple[float, float] | None:
+        if self.log_se is None or self.df is None:
+            return None
+        if self.log_se == 0:
+            return self.value, self.value
+        t = float(_scipy_stats.t.ppf(0.5 + confidence / 2, df=self.df))
+        center = math.log(self.value)
+        return math.exp(center - t * self.log_se), math.exp(center + t * self.log_se)
 
     def verdict(self) -> str:
         if self.low is None:
-            return "too few rounds"
-        if self.no_difference:
-            return "no difference"
-        return "faster" if self.value > 1 else "slower"
+            return "inconclusive"
+        if self.low > 1.0:
+            return "faster"
+        if self.high < 1.0:
+            return "slower"
+        tost = self.interval(1 - 2 * (1 - CONFIDENCE))     # the 90 % interval
+        if tost and tost[0] >= 1 / (1 + self.margin) and tost[1] <= 1 + self.margin:
+            return "same"
+        return "inconclusive"
 
     def fmt(self) -> str:
         if self.low is None:
@@ -48,46 +99,236 @@ class Estimate:
         return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
 
 
-def log_t_interval(log_values: np.ndarray, confidence: float = CONFIDENCE) -> Estimate:
-    """Geometric mean and t interval of per-round ratios given as logarithms."""
-    n = len(log_values)
-    mean = float(np.mean(log_values))
-    if n < 2:
-        return Estimate(float(np.exp(mean)), None, None, n)
-    sem = float(np.std(log_values, ddof=1) / np.sqrt(n))
-    half = float(_scipy_stats.t.ppf(0.5 + confidence / 2, df=n - 1)) * sem
-    return Estimate(float(np.exp(mean)), float(np.exp(mean - half)), float(np.exp(mean + half)), n)
+def _t_estimate(mean_log: float, variance: float | None, df: float | None, n: int,
+                margin: float = EQUIVALENCE_MARGIN) -> Estimate:
+    if variance is None or df is None or df <= 0 or not math.isfinite(df):
+        if variance == 0.0:
+            return Estimate(math.exp(mean_log), math.exp(mean_log), math.exp(mean_log), n, math.inf, 0.0, margin)
+        return Estimate(math.exp(mean_log), None, None, n, None, None, margin)
+    se = math.sqrt(max(variance, 0.0))
+    half = float(_scipy_stats.t.ppf(0.5 + CONFIDENCE / 2, df=df)) * se
+    return Estimate(math.exp(mean_log), math.exp(mean_log - half), math.exp(mean_log + half), n, df, se, margin)
 
 
-def ratio_estimate(variant: list[float], base: list[float], confidence: float = CONFIDENCE) -> Estimate:
-    """Paired by round: variant[i] and base[i] ran in the same round."""
-    v, b = np.asarray(variant, float), np.asarray(base, float)
-    if len(v) != len(b) or len(v) == 0:
-        raise ValueError("need the same, non-zero number of rounds for variant and base")
-    return log_t_interval(np.log(v / b), confidence)
+def satterthwaite(terms: list[tuple[float, float]]) -> float | None:
+    """Degrees of freedom of Σ v_k, where each v_k is a variance estimate with df_k."""
+    total = sum(v for v, _ in terms)
+    denominator = sum(v * v / d for v, d in terms if d and d > 0 and v > 0)
+    if total <= 0:
+        return math.inf
+    if denominator == 0:
+        return None
+    return total * total / denominator
 
 
-def summary_estimate(per_micro_variant: list[list[float]], per_micro_base: list[list[float]],
-                     how: str = "avg", confidence: float = CONFIDENCE) -> Estimate:
-    """avg or median over microbenchmarks of the per-round ratios, round by round
-    (round i of every microbenchmark kept together), then the same t interval."""
-    agg = np.mean if how == "avg" else np.median
-    rounds = min(len(r) for r in per_micro_variant)
-    v = np.array([r[:rounds] for r in per_micro_variant], float)
-    b = np.array([r[:rounds] for r in per_micro_base], float)
-    per_round = agg(v / b, axis=0)          # one summary ratio per round
-    return log_t_interval(np.log(per_round), confidence)
+@dataclass
+class MicroData:
+    """The paired log ratios of one variant on one microbenchmark, by instance."""
+    by_instance: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    @classmethod
+    def of(cls, observations: list[Observation]) -> "MicroData":
+        data = cls()
+        for o in sorted(observations, key=lambda o: (o.instance, o.block)):
+            data.by_instance[o.instance].append(o.log_ratio)
+        return data
+
+    @property
+    def n(self) -> int:
+        return sum(len(v) for v in self.by_instance.values())
+
+    def instance_means(self) -> list[float]:
+        return [float(np.mean(v)) for v in self.by_instance.values()]
+
+    def mean(self) -> float:
+        return float(np.mean(self.instance_means()))
+
+    def within(self) -> tuple[float, int]:
+        """Sum of squares within instances and its degrees of freedom."""
+        ss = sum(float(np.sum((np.asarray(v) - np.mean(v)) ** 2)) for v in self.by_instance.values())
+        return ss, sum(len(v) - 1 for v in self.by_instance.values())
+
+    def between(self) -> tuple[float, int, float]:
+        """Sum of squares of instance means around their mean, its df, and mean 1/n_i."""
+        means = self.instance_means()
+        if len(means) < 2:
+            return 0.0, 0, 0.0
+        ss = float(np.sum((np.asarray(means) - np.mean(means)) ** 2))
+        return ss, len(means) - 1, float(np.mean([1 / len(v) for v in self.by_instance.values()]))
+
+
+@dataclass(frozen=True)
+class InstanceComponent:
+    """s_u², the instance-to-instance variance of a log ratio, pooled over microbenchmarks."""
+    variance: float | None     # None: no microbenchmark had two instances
+    df: int
+
+
+def pooled_instance_component(micros: list[MicroData]) -> InstanceComponent:
+    ss_b = df_b = 0
+    excess = []
+    for m in micros:
+        ss, df, inv_n = m.between()
+        if df == 0:
+            continue
+        ss_w, df_w = m.within()
+        s_e2 = ss_w / df_w if df_w else 0.0
+        ss_b += ss
+        df_b += df
+        # E[SS_b / df] = s_u² + s_e² · mean(1/n_i): subtract the block noise carried by each mean.
+        excess.append(s_e2 * inv_n * df)
+    if df_b == 0:
+        return InstanceComponent(None, 0)
+    return InstanceComponent(max(0.0, (ss_b - sum(excess)) / df_b), df_b)
+
+
+def _pooled_within(micros: list[MicroData]) -> tuple[float, int]:
+    ss = df = 0
+    for m in micros:
+        s, d = m.within()
+        ss += s
+        df += d
+    return (ss / df if df else 0.0), df
+
+
+def micro_variance(m: MicroData, component: InstanceComponent,
+                   fallback_within: tuple[float, int]) -> tuple[float | None, float | None]:
+    """Variance of a microbenchmark's mean log ratio and its degrees of freedom."""
+    ss_w, df_w = m.within()
+    s_e2, df_e = (ss_w / df_w, df_w) if df_w else fallback_within
+    if not df_e and not component.df:
+        return None, None
+    r = len(m.by_instance)
+    block_part = s_e2 * sum(1 / len(v) for v in m.by_instance.values()) / (r * r)
+    terms = [(block_part, df_e)]
+    if component.variance is not None:
+        terms.append((component.variance / r, component.df))
+    return sum(v for v, _ in terms), satterthwaite(terms)
+
+
+def micro_estimate(m: MicroData, component: InstanceComponent, fallback_within: tuple[float, int],
+                   margin: float = EQUIVALENCE_MARGIN, tolerance: float | None = None) -> Estimate:
+    variance, df = micro_variance(m, component, fallback_within)
+    if variance is None and tolerance is not None:
+        return tolerance_estimate(m.mean(), tolerance, m.n, margin)
+    return _t_estimate(m.mean(), variance, df, m.n, margin)
+
+
+def tolerance_estimate(mean_log: float, tolerance: float, n: int, margin: float = EQUIVALENCE_MARGIN) -> Estimate:
+    """A deterministic figure measured once: its interval is its known repeatability (±tolerance),
+    taken as a 95 % bound."""
+    se = math.log(1 + tolerance) / float(_scipy_stats.norm.ppf(0.5 + CONFIDENCE / 2))
+    return _t_estimate(mean_log, se * se, 1e9, n, margin)   # df: a known bound, effectively normal
+
+
+@dataclass
+class SuiteEstimates:
+    """Per-microbenchmark estimates of one variant and one figure, and summaries over sets of them."""
+    micros: dict[str, MicroData]
+    component: InstanceComponent
+    within: tuple[float, int]
+    margin: float = EQUIVALENCE_MARGIN
+    tolerance: float | None = None    # deterministic figures: the interval when none can be estimated
+
+    @classmethod
+    def of(cls, observations: dict[str, list[Observation]], margin: float = EQUIVALENCE_MARGIN,
+           tolerance: float | None = None) -> "SuiteEstimates":
+        micros = {k: MicroData.of(v) for k, v in observations.items() if v}
+        return cls(micros, pooled_instance_component(list(micros.values())),
+                   _pooled_within(list(micros.values())), margin, tolerance)
+
+    def micro(self, key: str) -> Estimate:
+        return micro_estimate(self.micros[key], self.component, self.within, self.margin, self.tolerance)
+
+    def summary(self, keys: list[str] | None = None) -> Estimate:
+        """Geometric mean over microbenchmarks (all, or `keys`)."""
+        keys = [k for k in (keys if keys is not None else list(self.micros)) if k in self.micros]
+        if not keys:
+            raise ValueError("no microbenchmark to summarise")
+        parts = [micro_variance(self.micros[k], self.component, self.within) for k in keys]
+        mean = float(np.mean([self.micros[k].mean() for k in keys]))
+        n = sum(self.micros[k].n for k in keys)
+        if any(v is None for v, _ in parts):
+            if self.tolerance is not None:
+                # Every microbenchmark off by the full tolerance in the same direction: the worst case.
+                return tolerance_estimate(mean, self.tolerance, n, self.margin)
+            return _t_estimate(mean, None, None, n, self.margin)
+        m = len(keys)
+        # Var of the mean of independent estimates; Satterthwaite over the shared components.
+        block = sum(self.within_share(k) for k in keys) / (m * m)
+        terms = [(block, self.within[1] if self.within[1] else 0)]
+        if self.component.variance is not None:
+            inst = sum(self.component.variance / len(self.micros[k].by_instance) for k in keys) / (m * m)
+            terms.append((inst, self.component.df))
+        variance = sum(v for v, _ in terms)
+        return _t_estimate(mean, variance, satterthwaite(terms), n, self.margin)
+
+    def within_share(self, key: str) -> float:
+        """The block-noise part of a microbenchmark's variance, with the pooled s_e²: a summary
+        over many microbenchmarks uses the pooled within-test variation and its df."""
+        m = self.micros[key]
+        r = len(m.by_instance)
+        return self.within[0] * sum(1 / len(v) for v in m.by_instance.values()) / (r * r)
+
+
+def robust_z(log_ratios: list[float], centres: list[float] | None = None) -> list[float]:
+    """Modified z-scores 0.6745·(y − centre)/MAD, with MAD floored (deterministic figures).
+    The centre is the median unless given (e.g. each observation's instance median)."""
+    a = np.asarray(log_ratios, float)
+    if len(a) < OUTLIER_MIN_BLOCKS:
+        return [0.0] * len(a)
+    c = np.asarray(centres, float) if centres is not None else np.full(len(a), np.median(a))
+    resid = a - c
+    mad = max(float(np.median(np.abs(resid - np.median(resid)))), OUTLIER_MAD_FLOOR)
+    return list(0.6745 * resid / mad)
+
+
+def outliers(observations: list[Observation]) -> list[tuple[Observation, float]]:
+    """Observations whose robust z-score exceeds OUTLIER_Z, with their score. Each is judged
+    against the median of its own instance, so that an instance pair that is a few per cent
+    apart for its whole life (real, and covered by the interval) is not taken for outliers."""
+    by_instance: dict[int, list[float]] = defaultdict(list)
+    for o in observations:
+        by_instance[o.instance].append(o.log_ratio)
+    medians = {i: float(np.median(v)) for i, v in by_instance.items()}
+    z = robust_z([o.log_ratio for o in observations], [medians[o.instance] for o in observations])
+    return [(o, s) for o, s in zip(observations, z) if abs(s) > OUTLIER_Z]
+
+
+def expected_false_verdicts(tests: int, confidence: float = CONFIDENCE) -> float:
+    """How many 'faster'/'slower' verdicts chance alone gives among `tests` when nothing differs."""
+    return tests * (1 - confidence)
+
+
+def cv(values: list[float]) -> float:
+    """Coefficient of variation (sample standard deviation / mean)."""
+    a = np.asarray(values, float)
+    if len(a) < 2 or a.mean() == 0:
+        return 0.0
+    return float(a.std(ddof=1) / a.mean())
+
+
+def geometric_mean(values: list[float]) -> float:
+    return float(np.exp(np.mean(np.log(np.asarray(values, float)))))
 
 
 def group_summary(values: list[float]) -> dict[str, float]:
-    """min, max, avg, median: the shape of the published per-group tables."""
+    """min, max, geometric mean and median: the shape of the published per-group tables."""
     a = np.asarray(values, float)
-    return {"min": float(a.min()), "max": float(a.max()), "avg": float(a.mean()), "median": float(np.median(a))}
+    return {"min": float(a.min()), "max": float(a.max()), "avg": geometric_mean(values),
+            "median": float(np.median(a))}
 
 
-def spread(values: list[float]) -> dict[str, float]:
-    """How noisy one series is: relative spread (max-min)/median and coefficient of variation."""
-    a = np.asarray(values, float)
-    med = float(np.median(a))
-    return {"median": med, "rel_range": float((a.max() - a.min()) / med) if med else 0.0,
-            "cv": float(a.std(ddof=1) / a.mean()) if len(a) > 1 and a.mean() else 0.0}
+def paired_observations(values: dict[tuple[str, int, int, str], float], base: str, label: str,
+                        sign: int, excluded: set[tuple[str, int, int]] = frozenset()) -> dict[str, list[Observation]]:
+    """Per microbenchmark, the log ratios of `label` against `base` in the blocks where both ran.
+    `values` maps (micro, instance, block, label) to a per-query figure; sign +1 gives
+    log(label/base), -1 log(base/label). Excluded (outlier) blocks are left out."""
+    out: dict[str, list[Observation]] = defaultdict(list)
+    for (micro, instance, block, who), value in values.items():
+        if who != label or (micro, instance, block) in excluded:
+            continue
+        base_value = values.get((micro, instance, block, base))
+        if base_value and value and base_value > 0 and value > 0:
+            out[micro].append(Observation(instance, block, sign * math.log(value / base_value)))
+    return dict(out)

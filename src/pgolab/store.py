@@ -1,10 +1,15 @@
-"""The results store: one SQLite file, written one measurement per transaction.
+"""The results store: one SQLite file, written one sample per transaction.
 
-A crash loses at most the measurement in flight. Reports are computed from here.
+A crash loses at most the sample in flight. Reports are computed from here. The
+file carries its format version (PRAGMA user_version); a version-1 file (rounds
+of QPS measurements) is migrated in place on first open. A run carries its
+identity (options, suite, host, each target's binary digest): a resume with a
+different identity is refused, naming the key that differs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import time
@@ -12,6 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import paths
+from .errors import PgolabError
+from .measurement import Sample, Step
+
+STORE_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -21,8 +30,9 @@ CREATE TABLE IF NOT EXISTS runs (
     server TEXT NOT NULL,
     base TEXT NOT NULL,
     suite TEXT NOT NULL,
-    options TEXT NOT NULL,      -- JSON: rounds, seconds, tables, rows, threads, prepared, ...
+    options TEXT NOT NULL,      -- JSON: the bench options (modes, slices, instances, ...)
     host TEXT NOT NULL,         -- JSON: cpu model, cores, kernel, memory
+    identity TEXT NOT NULL DEFAULT '{}',   -- JSON: what a resume must match
     commands TEXT NOT NULL,     -- JSON list: the pgolab command lines that produced the run
     status TEXT NOT NULL        -- running | finished | failed
 );
@@ -31,32 +41,36 @@ CREATE TABLE IF NOT EXISTS targets (
     label TEXT NOT NULL,        -- variant name or the name given with --binary NAME=PATH
     kind TEXT NOT NULL,         -- variant | binary
     server_binary TEXT NOT NULL,
+    binary_digest TEXT NOT NULL DEFAULT '',
     description TEXT NOT NULL,  -- JSON: the build record (compiler, versions, flags, source, digest)
     PRIMARY KEY (run_id, label)
 );
-CREATE TABLE IF NOT EXISTS measurements (
+CREATE TABLE IF NOT EXISTS samples (
     id INTEGER PRIMARY KEY,
     run_id INTEGER NOT NULL REFERENCES runs(id),
-    micro TEXT NOT NULL,
+    mode TEXT NOT NULL,         -- qps | cost
+    micro TEXT NOT NULL,        -- group/name
     grp TEXT NOT NULL,
-    round INTEGER NOT NULL,
-    position INTEGER NOT NULL,  -- order within the round (interleaving)
+    instance INTEGER NOT NULL,  -- n-th start of the servers for this microbenchmark
+    block INTEGER NOT NULL,     -- paired block within the instance
+    position INTEGER NOT NULL,  -- order within the block
     label TEXT NOT NULL,
-    qps REAL NOT NULL,
-    tps REAL NOT NULL,
+    vals TEXT NOT NULL,         -- JSON: per-query figures by key (qps, cpu_us, instructions, ...)
     seconds REAL NOT NULL,
-    queries INTEGER NOT NULL,
-    transactions INTEGER NOT NULL,
-    errors INTEGER NOT NULL,
-    reconnects INTEGER NOT NULL,
-    latency TEXT NOT NULL,      -- JSON: min avg max p95 (p50 p99)
-    cpu_user_s REAL,
-    cpu_sys_s REAL,
-    cpu_us_per_query REAL,
+    detail TEXT NOT NULL,       -- JSON: latency, raw counters, method
     command TEXT NOT NULL,
     output TEXT NOT NULL,
     created TEXT NOT NULL,
-    UNIQUE (run_id, micro, round, label)
+    UNIQUE (run_id, mode, micro, instance, block, label)
+);
+CREATE TABLE IF NOT EXISTS excluded (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    mode TEXT NOT NULL,
+    micro TEXT NOT NULL,
+    instance INTEGER NOT NULL,
+    block INTEGER NOT NULL,
+    reason TEXT NOT NULL,       -- which target's ratio, its robust z-score
+    PRIMARY KEY (run_id, mode, micro, instance, block)
 );
 """
 
@@ -65,47 +79,91 @@ def default_path() -> Path:
     return paths.home() / "results.sqlite"
 
 
-@dataclass
-class Measurement:
-    micro: str
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class StoredSample:
+    step: Step
     group: str
-    round: int
-    position: int
-    label: str
-    qps: float
-    tps: float
+    values: dict[str, float]
     seconds: float
-    queries: int
-    transactions: int
-    errors: int
-    reconnects: int
-    latency: dict
-    cpu_user_s: float | None
-    cpu_sys_s: float | None
-    cpu_us_per_query: float | None
-    command: str = ""
-    output: str = ""
+    detail: dict
+
+
+def identity_difference(stored: dict, current: dict) -> list[str]:
+    """The keys (dotted) whose values differ between two run identities."""
+    out = []
+    for key in sorted(set(stored) | set(current)):
+        a, b = stored.get(key), current.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += [f"{key}.{k}" for k in identity_difference(a, b)]
+        elif a != b:
+            out.append(key)
+    return out
 
 
 class Store:
     def __init__(self, path: Path | None = None):
         self.path = Path(path) if path else default_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=30)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=30)
+            self.db.row_factory = sqlite3.Row
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self._upgrade()
+        except (OSError, sqlite3.OperationalError) as exc:
+            raise PgolabError(f"cannot open the results store {self.path}: {exc}",
+                              hint="give a writable file with --store, or set PGOLAB_HOME to a writable folder")
+
+    def _upgrade(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        has_v1 = self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'measurements'").fetchone()
+        if version > STORE_VERSION:
+            raise PgolabError(f"{self.path} is a version-{version} store; this pgolab reads up to {STORE_VERSION}",
+                              hint="upgrade pgolab, or use another --store")
+        if version == STORE_VERSION:
+            return
+        with self.db:
+            if has_v1:
+                self._migrate_v1()
+            self.db.executescript(SCHEMA)
+            self.db.execute(f"PRAGMA user_version = {STORE_VERSION}")
+
+    def _migrate_v1(self) -> None:
+        """Version 1 kept QPS rounds; each round becomes block r of a single instance."""
+        self.db.execute("ALTER TABLE runs ADD COLUMN identity TEXT NOT NULL DEFAULT '{}'")
+        self.db.execute("ALTER TABLE targets ADD COLUMN binary_digest TEXT NOT NULL DEFAULT ''")
         self.db.executescript(SCHEMA)
+        self.db.execute(
+            "INSERT INTO samples (run_id, mode, micro, grp, instance, block, position, label, vals, seconds, "
+            "detail, command, output, created) SELECT run_id, 'qps', micro, grp, 1, round, position, label, "
+            "json_object('qps', qps, 'cpu_us', cpu_us_per_query), seconds, json_object('latency', json(latency), "
+            "'tps', tps, 'queries', queries, 'errors', errors, 'reconnects', reconnects, 'migrated_from', 1), "
+            "command, output, created FROM measurements")
+        self.db.execute("DROP TABLE measurements")
 
     def close(self) -> None:
         self.db.close()
 
     # -- runs ---------------------------------------------------------------
     def create_or_resume_run(self, name: str, *, server: str, base: str, suite: str, options: dict,
-                             host: dict, command: str) -> tuple[int, bool]:
-        """The run's id and whether it already existed (a resume)."""
-        row = self.db.execute("SELECT id, options, base, suite, commands FROM runs WHERE name = ?",
-                              (name,)).fetchone()
+                             host: dict, identity: dict, command: str) -> tuple[int, bool]:
+        """The run's id and whether it already existed (a resume, only of the same experiment)."""
+        row = self.db.execute("SELECT id, identity, commands FROM runs WHERE name = ?", (name,)).fetchone()
         if row:
+            stored = json.loads(row["identity"])
+            differing = identity_difference(stored, identity) if stored else ["identity (a version-1 run has none)"]
+            if differing:
+                raise PgolabError(
+                    f"run {name!r} exists with another identity: {', '.join(differing)} differ",
+                    detail=f"stored: {json.dumps({k: stored.get(k.split('.')[0]) for k in differing})[:1500]}",
+                    hint="resume it with the same options and binaries, or start a new run with --run NEW_NAME")
             commands = json.loads(row["commands"])
             if command not in commands:
                 commands.append(command)
@@ -115,10 +173,10 @@ class Store:
             return row["id"], True
         with self.db:
             cur = self.db.execute(
-                "INSERT INTO runs (name, created, server, base, suite, options, host, commands, status) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running')",
+                "INSERT INTO runs (name, created, server, base, suite, options, host, identity, commands, status) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running')",
                 (name, time.strftime("%Y-%m-%dT%H:%M:%S"), server, base, suite, json.dumps(options),
-                 json.dumps(host), json.dumps([command])))
+                 json.dumps(host), json.dumps(identity), json.dumps([command])))
         return cur.lastrowid, False
 
     def run(self, name_or_id: str | int | None = None) -> sqlite3.Row | None:
@@ -138,28 +196,50 @@ class Store:
             self.db.execute("UPDATE runs SET status = ? WHERE id = ?", (status, run_id))
 
     # -- targets --------------------------------------------------------------
-    def add_target(self, run_id: int, label: str, kind: str, server_binary: str, description: dict) -> None:
+    def add_target(self, run_id: int, label: str, kind: str, server_binary: str, binary_digest: str,
+                   description: dict) -> None:
         with self.db:
-            self.db.execute("INSERT OR REPLACE INTO targets VALUES (?, ?, ?, ?, ?)",
-                            (run_id, label, kind, server_binary, json.dumps(description)))
+            self.db.execute("INSERT OR REPLACE INTO targets (run_id, label, kind, server_binary, binary_digest, "
+                            "description) VALUES (?, ?, ?, ?, ?, ?)",
+                            (run_id, label, kind, server_binary, binary_digest, json.dumps(description)))
 
     def targets(self, run_id: int) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM targets WHERE run_id = ? ORDER BY rowid", (run_id,)).fetchall()
 
-    # -- measurements -------------------------------------------------------
-    def has(self, run_id: int, micro: str, round_: int, label: str) -> bool:
-        return self.db.execute("SELECT 1 FROM measurements WHERE run_id=? AND micro=? AND round=? AND label=?",
-                               (run_id, micro, round_, label)).fetchone() is not None
+    # -- samples ------------------------------------------------------------
+    def has(self, run_id: int, step: Step) -> bool:
+        return self.db.execute(
+            "SELECT 1 FROM samples WHERE run_id=? AND mode=? AND micro=? AND instance=? AND block=? AND label=?",
+            (run_id, step.mode, step.micro, step.instance, step.block, step.label)).fetchone() is not None
 
-    def add(self, run_id: int, m: Measurement) -> None:
+    def add(self, run_id: int, sample: Sample, group: str) -> None:
+        s = sample.step
         with self.db:
             self.db.execute(
-                "INSERT OR REPLACE INTO measurements (run_id, micro, grp, round, position, label, qps, tps, "
-                "seconds, queries, transactions, errors, reconnects, latency, cpu_user_s, cpu_sys_s, "
-                "cpu_us_per_query, command, output, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, m.micro, m.group, m.round, m.position, m.label, m.qps, m.tps, m.seconds, m.queries,
-                 m.transactions, m.errors, m.reconnects, json.dumps(m.latency), m.cpu_user_s, m.cpu_sys_s,
-                 m.cpu_us_per_query, m.command, m.output, time.strftime("%Y-%m-%dT%H:%M:%S")))
+                "INSERT INTO samples (run_id, mode, micro, grp, instance, block, position, label, vals, seconds, "
+                "detail, command, output, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, s.mode, s.micro, group, s.instance, s.block, s.position, s.label,
+                 json.dumps(sample.values), sample.seconds, json.dumps(sample.detail), sample.command,
+                 sample.output, time.strftime("%Y-%m-%dT%H:%M:%S")))
 
-    def measurements(self, run_id: int) -> list[sqlite3.Row]:
-        return self.db.execute("SELECT * FROM measurements WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
+    def samples(self, run_id: int, mode: str | None = None, micro: str | None = None) -> list[StoredSample]:
+        sql, args = "SELECT * FROM samples WHERE run_id = ?", [run_id]
+        if mode:
+            sql, args = sql + " AND mode = ?", args + [mode]
+        if micro:
+            sql, args = sql + " AND micro = ?", args + [micro]
+        return [StoredSample(Step(r["mode"], r["micro"], r["instance"], r["block"], r["position"], r["label"]),
+                             r["grp"], json.loads(r["vals"]), r["seconds"], json.loads(r["detail"]))
+                for r in self.db.execute(sql + " ORDER BY id", args)]
+
+    def sample_count(self, run_id: int) -> int:
+        return self.db.execute("SELECT count(*) FROM samples WHERE run_id = ?", (run_id,)).fetchone()[0]
+
+    def exclude(self, run_id: int, mode: str, micro: str, instance: int, block: int, reason: str) -> None:
+        with self.db:
+            self.db.execute("INSERT OR IGNORE INTO excluded VALUES (?, ?, ?, ?, ?, ?)",
+                            (run_id, mode, micro, instance, block, reason))
+
+    def excluded(self, run_id: int) -> dict[tuple[str, str, int, int], str]:
+        return {(r["mode"], r["micro"], r["instance"], r["block"]): r["reason"]
+                for r in self.db.execute("SELECT * FROM excluded WHERE run_id = ?", (run_id,))}

@@ -26,6 +26,9 @@ class Micro:
     script: str                 # a stock sysbench script name, or "pgolab_micro"
     args: tuple[str, ...] = field(default_factory=tuple)
     writes: bool = False
+    # Cost mode runs a fixed number of events under callgrind (~50x slower than native): sized so
+    # that one measured run is some 100-300 million instructions whatever the microbenchmark.
+    cost_events: int = 500
 
     def argv(self, lua_dir: Path) -> list[str]:
         if self.script == "pgolab_micro":
@@ -40,22 +43,25 @@ def lua_dir() -> Path:
 
 def _points(group: str) -> list[Micro]:
     return [
-        Micro("point-query", group, "oltp_point_select"),
-        Micro("random-points_range=10", group, "select_random_points", ("--random_points=10",)),
-        Micro("random-points_range=100", group, "select_random_points", ("--random_points=100",)),
-        Micro("random-points_range=1000", group, "select_random_points", ("--random_points=1000",)),
-        Micro("hot-points", group, "pgolab_micro"),
-        Micro("points-covered-pk", group, "pgolab_micro"),
-        Micro("points-notcovered-pk", group, "pgolab_micro"),
-        Micro("points-covered-si", group, "pgolab_micro"),
-        Micro("points-notcovered-si", group, "pgolab_micro"),
+        Micro("point-query", group, "oltp_point_select", cost_events=2000),
+        Micro("random-points_range=10", group, "select_random_points", ("--random_points=10",), cost_events=1000),
+        Micro("random-points_range=100", group, "select_random_points", ("--random_points=100",),
+              cost_events=300),
+        Micro("random-points_range=1000", group, "select_random_points", ("--random_points=1000",),
+              cost_events=40),
+        Micro("hot-points", group, "pgolab_micro", cost_events=300),
+        Micro("points-covered-pk", group, "pgolab_micro", cost_events=300),
+        Micro("points-notcovered-pk", group, "pgolab_micro", cost_events=300),
+        Micro("points-covered-si", group, "pgolab_micro", cost_events=300),
+        Micro("points-notcovered-si", group, "pgolab_micro", cost_events=300),
     ]
 
 
 def _read_only(name: str, **counts: int) -> Micro:
     opts = {"point_selects": 0, "simple_ranges": 0, "sum_ranges": 0, "order_ranges": 0, "distinct_ranges": 0}
     opts.update(counts)
-    return Micro(name, "range-2", "oltp_read_only", tuple(f"--{k}={v}" for k, v in opts.items()) + ("--range_size=100",))
+    return Micro(name, "range-2", "oltp_read_only", tuple(f"--{k}={v}" for k, v in opts.items()) + ("--range_size=100",),
+                 cost_events=500)
 
 
 FULL: tuple[Micro, ...] = tuple(
@@ -64,10 +70,10 @@ FULL: tuple[Micro, ...] = tuple(
         Micro("range-notcovered-pk", "range-1", "pgolab_micro", ("--range_size=100",)),
         Micro("range-covered-si", "range-1", "pgolab_micro", ("--range_size=100",)),
         Micro("range-notcovered-si", "range-1", "pgolab_micro", ("--range_size=100",)),
-        Micro("scan", "range-1", "pgolab_micro"),
-        Micro("read-only_range=10", "range-2", "oltp_read_only", ("--range_size=10",)),
-        Micro("read-only_range=100", "range-2", "oltp_read_only", ("--range_size=100",)),
-        Micro("read-only_range=10000", "range-2", "oltp_read_only", ("--range_size=10000",)),
+        Micro("scan", "range-1", "pgolab_micro", cost_events=4),
+        Micro("read-only_range=10", "range-2", "oltp_read_only", ("--range_size=10",), cost_events=150),
+        Micro("read-only_range=100", "range-2", "oltp_read_only", ("--range_size=100",), cost_events=100),
+        Micro("read-only_range=10000", "range-2", "oltp_read_only", ("--range_size=10000",), cost_events=4),
         _read_only("read-only-simple", simple_ranges=1),
         _read_only("read-only-sum", sum_ranges=1),
         _read_only("read-only-order", order_ranges=1),
@@ -75,15 +81,16 @@ FULL: tuple[Micro, ...] = tuple(
         Micro("read-only-count", "range-2", "pgolab_micro", ("--range_size=100",)),
         Micro("update-index", "writes", "oltp_update_index", writes=True),
         Micro("update-nonindex", "writes", "oltp_update_non_index", writes=True),
-        Micro("update-one", "writes", "pgolab_micro", writes=True),
+        Micro("update-one", "writes", "pgolab_micro", writes=True, cost_events=1000),
         # sysbench 1.0 has no zipfian distribution; pareto is its skewed one.
         Micro("update-zipf", "writes", "oltp_update_non_index", ("--rand-type=pareto",), writes=True),
-        Micro("update-inlist", "writes", "pgolab_micro", writes=True),
+        Micro("update-inlist", "writes", "pgolab_micro", writes=True, cost_events=100),
         Micro("delete", "writes", "oltp_delete", writes=True),
         Micro("insert", "writes", "oltp_insert", writes=True),
-        Micro("write-only", "writes", "oltp_write_only", writes=True),
-        Micro("read-write_range=10", "writes", "oltp_read_write", ("--range_size=10",), writes=True),
-        Micro("read-write_range=100", "writes", "oltp_read_write", ("--range_size=100",), writes=True),
+        Micro("write-only", "writes", "oltp_write_only", writes=True, cost_events=200),
+        Micro("read-write_range=10", "writes", "oltp_read_write", ("--range_size=10",), writes=True, cost_events=100),
+        Micro("read-write_range=100", "writes", "oltp_read_write", ("--range_size=100",), writes=True,
+              cost_events=60),
     ] + _points("point-2"))
 
 QUICK_NAMES = {("point-query", "point-1"), ("random-points_range=100", "point-1"), ("range-covered-pk", "range-1"),

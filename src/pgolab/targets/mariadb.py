@@ -114,6 +114,10 @@ class MariaDBInstallation:
     install_db: list[str]
     server: str = "mariadb"
     run_as: str | None = None   # mariadbd runs as root with --user=root
+    # Cost mode counts only statement execution: callgrind collects inside these functions.
+    cost_entry_points: tuple[str, ...] = ("dispatch_command(*",)
+    cost_symbol: str = "dispatch_command"     # what `nm` shows when the binary has that function
+    forks_backends: bool = False              # one process: counters are zeroed and dumped around a run
 
     @classmethod
     def system(cls, binary: Path = Path("/usr/sbin/mariadbd")) -> "MariaDBInstallation":
@@ -147,6 +151,11 @@ class MariaDBInstallation:
         if self.lc_messages_dir:
             argv.append(f"--lc-messages-dir={self.lc_messages_dir}")
         return argv + options
+
+    def valgrind_options(self) -> list[str]:
+        """Under valgrind: no io_uring/libaio (InnoDB hangs at start), and a buffer pool whose
+        maximum is its size (the default reserves terabytes of address space)."""
+        return ["--innodb-use-native-aio=0", "--innodb-buffer-pool-size-max=512M"]
 
     def socket(self, rundir: Path) -> Path:
         return rundir / "mysqld.sock"

@@ -96,6 +96,14 @@ class PostgreSQLInstallation:
     bin_dir: Path
     server: str = "postgresql"
     port: int = 5432   # only names the socket file; there is no TCP listener
+    # Cost mode: the per-message handlers of a backend (none calls another), not its start-up.
+    cost_entry_points: tuple[str, ...] = ("exec_simple_query", "exec_parse_message", "exec_bind_message",
+                                          "exec_execute_message")
+    cost_symbol: str = "exec_execute_message"
+    forks_backends: bool = True   # a backend per connection writes its counters when it exits
+
+    def valgrind_options(self) -> list[str]:
+        return []
 
     def __post_init__(self):
         self.run_as = unprivileged_user()  # postgres refuses to run as root

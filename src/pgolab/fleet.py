@@ -1,0 +1,185 @@
+"""The servers of one benchmark run: golden data, a copy per target, start and stop.
+
+Fairness: the data is loaded once (by the base server) into a golden data directory;
+every target gets its own copy and the same server options. Executors ask the fleet
+to (re)start every target, optionally under a wrapper (taskset, valgrind), and to
+run sysbench against one of them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import suite as suite_mod
+from .runner import Runner
+from .server import ServerProcess, initialize_datadir
+from .targets.base import chown_tree
+
+BENCH_DATABASE = "sbtest"
+
+
+@dataclass
+class BenchTarget:
+    label: str
+    kind: str                 # variant | binary
+    installation: object
+    description: dict
+    env: dict = field(default_factory=dict)   # e.g. where an instrumented server writes its profile
+
+
+@dataclass
+class BenchOptions:
+    suite: str = "quick"
+    modes: tuple[str, ...] = ("qps",)
+    slice_seconds: float = 3.0     # one paired QPS slice
+    instances: int = 2             # server starts per microbenchmark (QPS mode)
+    blocks: int = 4                # paired blocks per instance (QPS mode)
+    max_instances: int = 2
+    target_ci: float | None = None
+    pair_budget_s: float | None = 120.0
+    tables: int = 1
+    table_size: int = 100_000
+    threads: int = 1
+    prepared: bool = True
+    warmup_seconds: float = 2.0    # the microbenchmark itself, after every start, unmeasured
+    pin: bool = True               # server and sysbench on disjoint CPUs
+    cost_scale: float = 1.0        # multiplies each microbenchmark's cost-mode event count
+    cost_write_repeats: int = 3    # cost-mode blocks of a microbenchmark that writes
+    server_options: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def process_cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds of a process plus its reaped children (PostgreSQL's
+    backends are children of the postmaster and are reaped when a connection ends)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+    return (utime + cutime) / tick, (stime + cstime) / tick
+
+
+def cpu_sets() -> tuple[str, str] | None:
+    """Disjoint CPU lists for the server and the client, or None on a single CPU."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None
+    half = len(cpus) // 2
+    return ",".join(map(str, cpus[:half])), ",".join(map(str, cpus[half:]))
+
+
+def sysbench_argv(micro: suite_mod.Micro, server: ServerProcess, options: BenchOptions, *,
+                  seconds: float | None = None, events: int | None = None, seed: int = 1) -> list[str]:
+    """A fixed --rand-seed (sysbench's default seeds from the clock): the targets of a block run
+    the same statements on the same rows."""
+    argv = ["sysbench", *micro.argv(suite_mod.lua_dir()),
+            *server.installation.sysbench_args(server.rundir, BENCH_DATABASE),
+            f"--tables={options.tables}", f"--table-size={options.table_size}", f"--threads={options.threads}",
+            "--histogram=on", "--report-interval=0", f"--db-ps-mode={'auto' if options.prepared else 'disable'}",
+            f"--rand-seed={seed}"]
+    if events is not None:
+        argv += [f"--events={events}", "--time=0"]
+    else:
+        # sysbench 1.0 takes whole seconds only.
+        argv += [f"--time={max(int(round(seconds or 1)), 1)}"]
+    if not any(a.startswith("--rand-type") for a in micro.args):
+        argv.append("--rand-type=uniform")   # sysbench 1.0 defaults to 'special', a hot spot
+    return argv + ["run"]
+
+
+class Fleet:
+    """One server per target on its own copy of the golden data."""
+
+    def __init__(self, targets: list[BenchTarget], workdir: Path, options: BenchOptions, base: str):
+        self.targets = {t.label: t for t in targets}
+        self.workdir, self.options, self.base = workdir, options, base
+        self.servers: dict[str, ServerProcess] = {}
+        self.rundirs: list[Path] = []
+        self.golden: Path | None = None
+
+    def runner(self, label: str) -> Runner:
+        return Runner(self.workdir / "logs" / f"{label}.log")
+
+    def prepare(self) -> None:
+        self.golden = prepare_golden(self.targets[self.base], self.workdir, self.options, self.runner("load"))
+
+    def datadir(self, label: str, mode: str) -> Path:
+        """Each mode has its own copies: a cost run's writes do not change the QPS run's data."""
+        datadir = self.workdir / f"data-{mode}-{label}"
+        if not datadir.exists():
+            assert self.golden is not None
+            tmp = datadir.with_name(datadir.name + ".copying")
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(self.golden, tmp, symlinks=True)
+            tmp.rename(datadir)
+            if self.targets[label].installation.run_as:
+                chown_tree(datadir, self.targets[label].installation.run_as)
+        return datadir
+
+    def start(self, label: str, mode: str, wrapper: list[str], extra_options: list[str],
+              timeout: float = 180) -> ServerProcess:
+        self.stop(label)
+        t = self.targets[label]
+        rundir = Path(tempfile.mkdtemp(prefix="pgolab-bench-"))   # short: socket paths are limited
+        self.rundirs.append(rundir)
+        if t.installation.run_as:
+            chown_tree(rundir, t.installation.run_as)
+        server = ServerProcess(t.installation, self.datadir(label, mode), rundir, self.runner(label),
+                               options=[*self.options.server_options, *extra_options], env=dict(t.env),
+                               wrapper=wrapper)
+        server.start(timeout=timeout)
+        self.servers[label] = server
+        return server
+
+    def stop(self, label: str | None = None) -> None:
+        for name in ([label] if label else list(self.servers)):
+            server = self.servers.pop(name, None)
+            if server is not None:
+                try:
+                    server.stop(timeout=300)
+                finally:
+                    shutil.rmtree(server.rundir, ignore_errors=True)
+
+    def close(self) -> None:
+        try:
+            self.stop()
+        except BaseException:
+            for server in self.servers.values():
+                server.kill()
+            raise
+        finally:
+            for rundir in self.rundirs:
+                shutil.rmtree(rundir, ignore_errors=True)
+
+
+def prepare_golden(base: BenchTarget, workdir: Path, options: BenchOptions, runner: Runner) -> Path:
+    """Load the data once, with the base server; every target starts from a copy."""
+    golden = workdir / "golden"
+    done = workdir / "golden.done"
+    if done.exists():
+        return golden
+    shutil.rmtree(golden, ignore_errors=True)
+    workdir.mkdir(parents=True, exist_ok=True)
+    inst = base.installation
+    if inst.run_as:
+        chown_tree(workdir, inst.run_as)
+    initialize_datadir(inst, golden, runner, env=base.env)
+    rundir = Path(tempfile.mkdtemp(prefix="pgolab-load-"))
+    if inst.run_as:
+        chown_tree(rundir, inst.run_as)
+    try:
+        with ServerProcess(inst, golden, rundir, runner, options=list(options.server_options),
+                           env=dict(base.env)) as server:
+            server.ensure_database(BENCH_DATABASE)
+            runner.run(["sysbench", "oltp_read_only", *inst.sysbench_args(rundir, BENCH_DATABASE),
+                        f"--tables={options.tables}", f"--table-size={options.table_size}", "--threads=1",
+                        "prepare"], what="sysbench prepare")
+    finally:
+        shutil.rmtree(rundir, ignore_errors=True)
+    done.touch()
+    return golden

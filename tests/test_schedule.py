@@ -1,0 +1,121 @@
+"""The scheduler with a fake executor (pure logic, a real SQLite store, no servers): order,
+resume after an interrupt, outlier re-measurement, adaptive stopping."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pgolab.measurement import Sample
+from pgolab.schedule import Plan, Scheduler, block_order
+from pgolab.store import Store
+from pgolab.suite import QUICK
+
+
+class FakeExecutor:
+    """QPS that each label would have, with reproducible noise; can spike or fail on cue."""
+    mode = "qps"
+
+    def __init__(self, speed, noise=0.01, spike_at=None, fail_after=None, seed=0):
+        self.speed, self.noise, self.spike_at, self.fail_after = speed, noise, spike_at, fail_after
+        self.rng = np.random.default_rng(seed)
+        self.measured, self.starts, self.running = [], [], False
+
+    def start_instance(self, micro, instance):
+        assert not self.running
+        self.running = True
+        self.starts.append((micro.name, instance))
+
+    def measure(self, micro, step):
+        assert self.running, "measured without a started instance"
+        if self.fail_after is not None and len(self.measured) >= self.fail_after:
+            raise KeyboardInterrupt
+        self.measured.append(step)
+        qps = 1000 * self.speed[step.label] * math.exp(self.rng.normal(0, self.noise))
+        if self.spike_at and (step.micro, step.instance, step.block, step.label) == self.spike_at:
+            qps *= 3.5
+        return Sample(step, {"qps": qps, "cpu_us": 1e6 / qps}, seconds=2.0)
+
+    def stop_instance(self):
+        self.running = False
+
+    def close(self):
+        pass
+
+
+def new_run(tmp_path, name="r"):
+    store = Store(tmp_path / "s.sqlite")
+    run_id, _ = store.create_or_resume_run(name, server="x", base="a", suite="quick", options={}, host={},
+                                           identity={"k": 1}, command="test")
+    return store, run_id
+
+
+def test_orders_are_balanced():
+    labels = ["a", "b", "c"]
+    positions = {l: [] for l in labels}
+    for instance in (1, 2):
+        for block in (1, 2, 3, 4):
+            for p, l in enumerate(block_order(labels, instance, block)):
+                positions[l].append(p)
+    means = {l: np.mean(p) for l, p in positions.items()}
+    assert len(set(means.values())) == 1
+    assert block_order(["a", "b"], 1, 1) == ["a", "b"] and block_order(["a", "b"], 1, 2) == ["b", "a"]
+    assert block_order(["a", "b"], 2, 1) == ["b", "a"]
+
+
+def test_every_step_once_with_instances_restarted(tmp_path):
+    store, run_id = new_run(tmp_path)
+    ex = FakeExecutor({"a": 1.0, "b": 1.0})
+    Scheduler(store, run_id, "a", ["a", "b"], Plan(instances=2, blocks=4)).run(list(QUICK[:2]), ex)
+    assert len(store.samples(run_id)) == 2 * 2 * 4 * 2
+    assert ex.starts == [(QUICK[0].name, 1), (QUICK[0].name, 2), (QUICK[1].name, 1), (QUICK[1].name, 2)]
+
+
+def test_an_interrupted_run_resumes_without_repeating_a_step(tmp_path):
+    store, run_id = new_run(tmp_path)
+    plan = Plan(instances=2, blocks=4)
+    with pytest.raises(KeyboardInterrupt):
+        Scheduler(store, run_id, "a", ["a", "b"], plan).run(list(QUICK[:2]), FakeExecutor({"a": 1, "b": 1},
+                                                                                          fail_after=13))
+    assert len(store.samples(run_id)) == 13
+    again = FakeExecutor({"a": 1, "b": 1})
+    Scheduler(store, run_id, "a", ["a", "b"], plan).run(list(QUICK[:2]), again)
+    keys = [(s.step.micro, s.step.instance, s.step.block, s.step.label) for s in store.samples(run_id)]
+    assert len(keys) == len(set(keys)) == 32 and len(again.measured) == 32 - 13
+    # A finished instance is not started again.
+    assert (QUICK[0].name, 1) not in again.starts
+
+
+def test_an_outlier_block_is_excluded_and_re_measured(tmp_path):
+    store, run_id = new_run(tmp_path)
+    spike = (f"{QUICK[0].group}/{QUICK[0].name}", 1, 3, "b")
+    ex = FakeExecutor({"a": 1, "b": 1}, spike_at=spike)
+    Scheduler(store, run_id, "a", ["a", "b"], Plan(instances=1, blocks=6)).run([QUICK[0]], ex)
+    excluded = store.excluded(run_id)
+    assert list(excluded) == [("qps", spike[0], 1, 3)] and "rQPS of b" in excluded[("qps", spike[0], 1, 3)]
+    blocks = {s.step.block for s in store.samples(run_id)}
+    assert blocks == set(range(1, 8))      # block 7 replaces the excluded block 3
+
+
+def test_adaptive_instances_stop_at_the_target_interval(tmp_path):
+    store, run_id = new_run(tmp_path)
+    quiet = FakeExecutor({"a": 1, "b": 1.05}, noise=0.004)
+    sched = Scheduler(store, run_id, "a", ["a", "b"],
+                      Plan(instances=2, blocks=4, max_instances=8, target_ci=0.03))
+    sched.run([QUICK[0]], quiet)
+    assert len(quiet.starts) == 2          # already narrow enough after the minimum
+
+    store2, run2 = new_run(tmp_path / "n" if (tmp_path / "n").mkdir() is None else tmp_path)
+    noisy = FakeExecutor({"a": 1, "b": 1.05}, noise=0.08, seed=3)
+    Scheduler(store2, run2, "a", ["a", "b"],
+              Plan(instances=2, blocks=4, max_instances=5, target_ci=0.01)).run([QUICK[0]], noisy)
+    assert len(noisy.starts) == 5          # never narrow enough: stops at the ceiling
+
+
+def test_the_time_budget_stops_adding_instances(tmp_path):
+    store, run_id = new_run(tmp_path)
+    noisy = FakeExecutor({"a": 1, "b": 1}, noise=0.08, seed=4)
+    # 2 s per step, 8 steps per instance: 40 s of budget for the one pair is spent after 3 instances.
+    Scheduler(store, run_id, "a", ["a", "b"], Plan(instances=2, blocks=4, max_instances=10, target_ci=0.001,
+                                                   pair_budget_s=40)).run([QUICK[0]], noisy)
+    assert len(noisy.starts) == 3
