@@ -121,3 +121,30 @@ def test_postgresql_adds_flags_through_copt_and_keeps_configure_defaults(tmp_pat
     assert "AR=gcc-ar" in cmd.argv
     gen = flags_for(parse("rel_pgo_gen"), GCC, profile_dir=tmp_path, build_dir=tmp_path)
     assert "enable_coverage=yes" in target.make_vars(gen)
+
+
+def test_build_records_carry_a_version_and_a_newer_one_is_refused(tmp_path):
+    import json
+
+    from pgolab.build import RECORD_VERSION, load_record
+    from pgolab.errors import PgolabError
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"variant": "rel_o2nofp"}))
+    assert load_record(old)["label"] == "rel_o2nofp"          # version 1 had no field: still read
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps({"variant": "rel_lto", "record_version": RECORD_VERSION + 1}))
+    with pytest.raises(PgolabError, match="build record"):
+        load_record(new)
+
+
+def test_a_newer_store_is_refused_with_what_to_do(tmp_path):
+    import sqlite3
+
+    from pgolab.errors import PgolabError
+    from pgolab.store import STORE_VERSION, Store
+    path = tmp_path / "future.sqlite"
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {STORE_VERSION + 1}")
+    db.close()
+    with pytest.raises(PgolabError, match="upgrade pgolab"):
+        Store(path)

@@ -133,12 +133,11 @@ def resolve_targets(base: str, variants: list[str], binaries: list[str],
 def variant_target(name: str, source_path: Path | None = None) -> BenchTarget:
     """A build pgolab made, by label (the variant name unless --label gave another): the newest
     build of that name, or the one from source_path."""
-    import json
-
+    from .build import load_record
     from .targets import target_for
     records = []
     for record_path in paths.builds_dir().glob(f"*/{name}/build.json"):
-        record = json.loads(record_path.read_text())
+        record = load_record(record_path)
         if source_path and Path(record["source"]["path"]) != source_path.absolute():
             continue
         records.append((record_path.stat().st_mtime, record_path, record))

@@ -38,6 +38,18 @@ from .variants import FlagSet, Variant, flags_for
 from .workloads import TrainingSpec, run_training
 
 NINJA_PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]")
+# build.json's format: 1 had no version field; 2 adds it. A newer file is refused, not misread.
+RECORD_VERSION = 2
+
+
+def load_record(path: Path) -> dict:
+    record = json.loads(path.read_text())
+    version = record.get("record_version", 1)
+    if version > RECORD_VERSION:
+        raise PgolabError(f"{path} is a version-{version} build record; this pgolab reads up to {RECORD_VERSION}",
+                          hint="upgrade pgolab, or rebuild with this one")
+    record.setdefault("label", record["variant"])
+    return record
 
 
 class Reporter(Protocol):
@@ -394,6 +406,7 @@ class Pipeline:
         if self.instrumented is not None and self.instrumented.state is not None:
             phases = {**{f"gen-{k}": v for k, v in self.instrumented.state.data["phases"].items()}, **phases}
         record = {
+            "record_version": RECORD_VERSION,
             "label": self.request.name,
             "variant": self.variant.name,
             "description": self.variant.describe(),
@@ -430,7 +443,5 @@ def finished_builds() -> list[dict]:
     """Every build record under the builds folder, oldest first."""
     records = []
     for path in sorted(paths.builds_dir().glob("*/*/build.json"), key=lambda p: p.stat().st_mtime):
-        record = json.loads(path.read_text())
-        record.setdefault("label", record["variant"])
-        records.append(record)
+        records.append(load_record(path))
     return records
