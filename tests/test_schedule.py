@@ -119,3 +119,18 @@ def test_the_time_budget_stops_adding_instances(tmp_path):
     Scheduler(store, run_id, "a", ["a", "b"], Plan(instances=2, blocks=4, max_instances=10, target_ci=0.001,
                                                    pair_budget_s=40)).run([QUICK[0]], noisy)
     assert len(noisy.starts) == 3
+
+
+def test_a_resume_with_another_identity_is_refused_naming_the_key(tmp_path):
+    from pgolab.errors import PgolabError
+    store = Store(tmp_path / "s.sqlite")
+    identity = {"options": {"modes": ("qps",), "blocks": 4}, "targets": {"a": "1" * 64}}
+    store.create_or_resume_run("r", server="x", base="a", suite="quick", options={}, host={},
+                               identity=identity, command="one")
+    store.create_or_resume_run("r", server="x", base="a", suite="quick", options={}, host={},
+                               identity=identity, command="two")       # the same: resumes
+    changed = {"options": {"modes": ("qps",), "blocks": 4}, "targets": {"a": "2" * 64}}
+    with pytest.raises(PgolabError, match=r"targets\.a differ") as err:
+        store.create_or_resume_run("r", server="x", base="a", suite="quick", options={}, host={},
+                                   identity=changed, command="three")
+    assert "stored '1111" in str(err.value)

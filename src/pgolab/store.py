@@ -108,6 +108,12 @@ def identity_difference(stored: dict, current: dict) -> list[str]:
     return out
 
 
+def _dotted(data: dict, key: str):
+    for part in key.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
 class Store:
     def __init__(self, path: Path | None = None):
         self.path = Path(path) if path else default_path()
@@ -155,14 +161,17 @@ class Store:
     def create_or_resume_run(self, name: str, *, server: str, base: str, suite: str, options: dict,
                              host: dict, identity: dict, command: str) -> tuple[int, bool]:
         """The run's id and whether it already existed (a resume, only of the same experiment)."""
+        identity = json.loads(json.dumps(identity))   # compared as stored: tuples become lists
         row = self.db.execute("SELECT id, identity, commands FROM runs WHERE name = ?", (name,)).fetchone()
         if row:
             stored = json.loads(row["identity"])
             differing = identity_difference(stored, identity) if stored else ["identity (a version-1 run has none)"]
             if differing:
+                shown = "\n".join(f"{k}: stored {_dotted(stored, k)!r}, now {_dotted(identity, k)!r}"
+                                  for k in differing)
                 raise PgolabError(
                     f"run {name!r} exists with another identity: {', '.join(differing)} differ",
-                    detail=f"stored: {json.dumps({k: stored.get(k.split('.')[0]) for k in differing})[:1500]}",
+                    detail=shown[:2000],
                     hint="resume it with the same options and binaries, or start a new run with --run NEW_NAME")
             commands = json.loads(row["commands"])
             if command not in commands:
