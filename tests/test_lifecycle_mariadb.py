@@ -28,7 +28,7 @@ def mariadb(tmp_path):
 
 
 def server_pids(datadir: Path) -> list[str]:
-    out = subprocess.run(["pgrep", "-f", f"--datadir={datadir}"], capture_output=True, text=True).stdout
+    out = subprocess.run(["pgrep", "-f", "--", f"--datadir={datadir}"], capture_output=True, text=True).stdout
     return out.split()
 
 
@@ -81,3 +81,26 @@ def test_a_crash_is_reported_with_the_error_log_and_nothing_is_left(mariadb):
         server.kill()
     assert not installation.socket(rundir).exists()
     assert server_pids(datadir) == []
+
+
+def test_a_server_does_not_outlive_a_killed_pgolab(mariadb):
+    """SIGKILL of the process that started the server: the kernel sends the server SIGTERM
+    (PR_SET_PDEATHSIG), and it shuts down cleanly instead of running on as an orphan."""
+    import sys
+    import time
+    installation, datadir, rundir, runner = mariadb
+    script = (
+        "import sys, time; from pathlib import Path; from pgolab.runner import Runner;"
+        "from pgolab.server import ServerProcess; from pgolab.targets import MariaDBInstallation;"
+        f"s = ServerProcess(MariaDBInstallation.system(), Path({str(datadir)!r}), Path({str(rundir)!r}),"
+        f" Runner(Path({str(runner.log_path)!r}))); s.start(); print(s.proc.pid, flush=True); time.sleep(600)")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    pid = int(parent.stdout.readline())
+    assert server_pids(datadir)
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 120
+    while server_pids(datadir) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not server_pids(datadir), f"server {pid} outlived its killed parent"
+    assert "Shutdown complete" in (rundir / "error.log").read_text()

@@ -23,6 +23,14 @@ LOG_TAIL_LINES = 40
 _LIVE: set["ServerProcess"] = set()
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: the kernel sends SIGTERM (a clean shutdown, so profiles are still
+    written) when the pgolab process that started the server dies, even by SIGKILL."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -86,6 +94,7 @@ class ServerProcess:
         self.proc = subprocess.Popen(argv, stdout=out, stderr=err,
                                      stdin=subprocess.DEVNULL, cwd=cwd,
                                      env={**os.environ, **self.env}, start_new_session=True,
+                                     preexec_fn=_die_with_parent,
                                      **as_user_kwargs(self.installation.run_as))
         _LIVE.add(self)
         deadline = time.monotonic() + timeout
