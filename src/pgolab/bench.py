@@ -20,7 +20,8 @@ from .fleet import BENCH_DATABASE, BenchOptions, BenchTarget, Fleet, sysbench_ar
 from .qps import QpsExecutor
 from .runner import Runner
 from .schedule import Plan, Progress, Scheduler
-from .store import Store, file_digest
+from .sources import file_digest
+from .store import Store
 
 EXECUTORS = {"qps": QpsExecutor, "cost": CostExecutor}
 

@@ -9,7 +9,6 @@ different identity is refused, naming the key that differs.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import time
@@ -77,14 +76,6 @@ CREATE TABLE IF NOT EXISTS excluded (
 
 def default_path() -> Path:
     return paths.home() / "results.sqlite"
-
-
-def file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
