@@ -166,6 +166,9 @@ def binary_target(spec: str) -> BenchTarget:
     elif path.name in ("mariadbd", "mysqld"):
         installation = MariaDBInstallation.system(path)
         installation.bin_dir = path.parent if (path.parent / "mariadb").exists() else Path("/usr/bin")
+        share = path.parent.parent / "share"
+        if (share / "english" / "errmsg.sys").exists():   # a pgolab install tree (e.g. an A/A copy of a build)
+            installation.lc_messages_dir = share
     else:
         raise PgolabError(f"cannot tell which server {path} is", hint="the binary must be named mariadbd or postgres")
     version = Runner(paths.home() / "logs" / "binary-version.log").run(
