@@ -134,7 +134,7 @@ def test_cost_mode_on_postgresql_builds(pg_tree, tmp_path):
     """Cost mode on two PostgreSQL builds (the gcc PGO build and its mix-noselect twin from the test
     above). Backends are forked per connection: their counts come from the files they write as they
     exit, collected only inside the per-message handlers."""
-    from pgolab import bench, report
+    from pgolab import bench, report, suite
     from pgolab.store import Store
     need("valgrind")
     targets = bench.resolve_targets("rel_pgo_use", ["noselect"], [], pg_tree.path)
@@ -142,7 +142,7 @@ def test_cost_mode_on_postgresql_builds(pg_tree, tmp_path):
     options = bench.BenchOptions(suite="quick", modes=("cost",), table_size=5000, cost_scale=0.25)
     run_id = bench.run_bench(store, "pg-cost", "rel_pgo_use", targets, options, "test")
     samples = store.samples(run_id, "cost")
-    assert len(samples) == 7 * 2
+    assert len(samples) == sum(options.cost_write_repeats if m.writes else 1 for m in suite.QUICK) * 2
     assert all(s.detail["method"].startswith("toggle-collect on exec_simple_query") for s in samples)
     point = next(s for s in samples if s.step.micro == "point-1/point-query")
     assert 5_000 < point.values["instructions"] < 500_000 and point.values["i1_misses"] > 10
