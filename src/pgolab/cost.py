@@ -95,9 +95,11 @@ def valgrind_wrapper(out_dir: Path, entry_points: tuple[str, ...] | None) -> lis
     return argv
 
 
-def method_name(entry_points: tuple[str, ...] | None) -> str:
+def method_name(entry_points: tuple[str, ...] | None, forks_backends: bool = False) -> str:
     if entry_points:
         return "toggle-collect on " + ", ".join(entry_points)
+    if forks_backends:
+        return "window: every process that ended during the run (the backend's whole life, autovacuum workers too)"
     return "window: all threads between zeroing and dumping the counters"
 
 
@@ -204,7 +206,7 @@ class CostExecutor:
         self.long_lived: dict[str, set[int]] = {}   # a postmaster's own children (checkpointer, ...)
 
     def method(self, label: str) -> str:
-        return method_name(self.entry_points[label])
+        return method_name(self.entry_points[label], self.fleet.targets[label].installation.forks_backends)
 
     def start_instance(self, micro: Micro, instance: int) -> None:
         for label in self.labels:
