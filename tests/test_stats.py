@@ -138,3 +138,15 @@ def test_a_deterministic_figure_measured_once_uses_its_repeatability():
     assert e.value == pytest.approx(1.1) and e.low == pytest.approx(1.1 / 1.005, rel=1e-3)
     assert e.verdict() == "faster" and suite.micro("n").verdict() == "same"
     assert suite.summary().low < suite.summary().value < suite.summary().high
+
+
+def test_exact_figures_do_not_inherit_the_noise_of_repeated_ones():
+    """Cost mode: read-only tests measured once are exact to the repeatability bound; writes repeat
+    and are noisy. Each keeps its own uncertainty."""
+    obs = {"read": [Observation(1, 1, math.log(1.10))],
+           "write": [Observation(1, b, math.log(1.0) + d) for b, d in enumerate([-0.1, 0.05, 0.08])]}
+    suite = SuiteEstimates.of(obs, tolerance=0.005)
+    read, write = suite.micro("read"), suite.micro("write")
+    assert read.half_width < 0.006 and read.verdict() == "faster"
+    assert write.half_width > 0.1 and write.verdict() == "inconclusive"
+    assert suite.summary(["read"]).half_width < 0.006
