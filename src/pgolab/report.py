@@ -98,13 +98,11 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str]) -> Analysis
     base_by_instance = defaultdict(lambda: defaultdict(list))
     absolute: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for mode in ("qps", "cost"):
-        mode_samples = [s for s in samples if s.step.mode == mode]
-        if not mode_samples:
+        if not any(s.step.mode == mode for s in samples):
             continue
         skip = {(k, i, b) for (m, k, i, b) in excluded if m == mode}
         for figure in figures(mode):
-            values = {(s.step.micro, s.step.instance, s.step.block, s.step.label): s.values.get(figure.key)
-                      for s in mode_samples}
+            values = store.values(run_id, mode, figure.key)
             for (micro, inst, block, label), v in values.items():
                 if v is None or (micro, inst, block) in skip:
                     continue

@@ -119,10 +119,6 @@ class Scheduler:
         self.on_step(self.progress)
 
     # -- decisions from the store ---------------------------------------------
-    def _values(self, mode: str, micro_key_: str | None, figure: str) -> dict:
-        return {(s.step.micro, s.step.instance, s.step.block, s.step.label): s.values.get(figure)
-                for s in self.store.samples(self.run_id, mode, micro_key_)}
-
     def _excluded(self, mode: str) -> set[tuple[str, int, int]]:
         return {(k, i, b) for (m, k, i, b) in self.store.excluded(self.run_id) if m == mode}
 
@@ -131,7 +127,7 @@ class Scheduler:
         key = micro_key(micro)
         flagged = {}
         for figure in (f for f in figures(mode) if f.headline):
-            values = self._values(mode, key, figure.key)
+            values = self.store.values(self.run_id, mode, figure.key, key)
             for label in self.labels:
                 if label == self.base:
                     continue
@@ -161,7 +157,7 @@ class Scheduler:
         """The widest per-microbenchmark 95 % half-width over the variants, on the mode's first
         figure, with the instance component pooled over everything measured so far."""
         figure = FIGURES_BY_KEY[figures(mode)[0].key]
-        values = self._values(mode, None, figure.key)
+        values = self.store.values(self.run_id, mode, figure.key)
         widest = 0.0
         for label in self.labels:
             if label == self.base:

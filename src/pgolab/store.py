@@ -232,6 +232,13 @@ class Store:
                              r["grp"], json.loads(r["vals"]), r["seconds"], json.loads(r["detail"]))
                 for r in self.db.execute(sql + " ORDER BY id", args)]
 
+    def values(self, run_id: int, mode: str, figure: str, micro: str | None = None
+               ) -> dict[tuple[str, int, int, str], float | None]:
+        """One figure of every sample: (micro, instance, block, label) -> value, as the statistics
+        pair them."""
+        return {(s.step.micro, s.step.instance, s.step.block, s.step.label): s.values.get(figure)
+                for s in self.samples(run_id, mode, micro)}
+
     def sample_count(self, run_id: int) -> int:
         return self.db.execute("SELECT count(*) FROM samples WHERE run_id = ?", (run_id,)).fetchone()[0]
 
