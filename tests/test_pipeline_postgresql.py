@@ -142,8 +142,8 @@ def test_cost_mode_on_postgresql_builds(pg_tree, tmp_path):
     options = bench.BenchOptions(suite="quick", modes=("cost",), table_size=5000, cost_scale=0.25)
     run_id = bench.run_bench(store, "pg-cost", "rel_pgo_use", targets, options, "test")
     samples = store.samples(run_id, "cost")
-    assert len(samples) == sum(options.cost_write_repeats if m.writes else 1 for m in suite.QUICK) * 2
-    assert all(s.detail["method"].startswith("toggle-collect on exec_simple_query") for s in samples)
+    assert len(samples) == sum(options.cost_write_repeats if m.state_dependent else 1 for m in suite.QUICK) * 2
+    assert all(s.detail["method"] == "toggle-collect on PostgresMain" for s in samples)
     point = next(s for s in samples if s.step.micro == "point-1/point-query")
     assert 5_000 < point.values["instructions"] < 500_000 and point.values["i1_misses"] > 10
     rows = report.compute(store, "pg-cost").table("builds").rows

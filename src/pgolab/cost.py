@@ -9,9 +9,12 @@ to counting everything between zeroing and dumping the counters around the run
 (method "window"); the method is recorded with every sample.
 
 MariaDB/MySQL are one process: the counters are zeroed before the measured run and
-dumped after it (callgrind_control). PostgreSQL forks a backend per connection; each
-writes its own file when it exits, so the measured run's counts are the files that
-appeared during it.
+dumped after it (callgrind_control), the warm-up before it having warmed the simulated
+caches. PostgreSQL forks a backend per connection; each writes its own file when it
+exits, starting with its own start-up and cold simulated caches. There the cost of the
+N measured events is the difference between a run of N and the warm-up run of N/4
+events (each a new backend): start-up and cold misses cancel, per query is
+(C_N - C_W) / (Q_N - Q_W).
 
 The numbers are deterministic for a binary and its inputs (measured here: repeats
 agree within 0.1 % on instructions and I1 misses), so one instance and one block per
@@ -55,6 +58,17 @@ class Counts:
     def __add__(self, other: "Counts") -> "Counts":
         keys = set(self.events) | set(other.events)
         return Counts({k: self.events.get(k, 0) + other.events.get(k, 0) for k in keys})
+
+    def __sub__(self, other: "Counts") -> "Counts":
+        keys = set(self.events) | set(other.events)
+        return Counts({k: self.events.get(k, 0) - other.events.get(k, 0) for k in keys})
+
+    @classmethod
+    def of_files(cls, files: list[Path]) -> "Counts":
+        total = cls({})
+        for f in files:
+            total = total + cls.parse(f.read_text(errors="replace"))
+        return total
 
     def get(self, name: str) -> int:
         return self.events.get(name, 0)
@@ -227,34 +241,45 @@ class CostExecutor:
         inst = server.installation
         out = self.out_dirs[step.label]
         events, warmup = micro_events(micro, self.options.cost_scale)
-        # Warm the simulated caches and the server's own caches with the same statements.
-        server.runner.run(sysbench_argv(micro, server, self.options, events=warmup, seed=step.block + 1000),
-                          what="cost warm-up")
-        argv = sysbench_argv(micro, server, self.options, events=events, seed=step.block)
         pid = server.proc.pid
+        warm_argv = sysbench_argv(micro, server, self.options, events=warmup, seed=step.block)
+        argv = sysbench_argv(micro, server, self.options, events=events, seed=step.block)
         if inst.forks_backends:
             wait_for_backends(pid, self.long_lived[step.label])
-        before = set(out.glob("callgrind.out.*"))
-        if not inst.forks_backends:
-            self.control.zero(pid)
-        started = time.monotonic()
-        result = server.runner.run(argv, what=f"sysbench {step.micro} (cost)")
-        seconds = time.monotonic() - started
-        if inst.forks_backends:
-            wait_for_backends(pid, self.long_lived[step.label])
+            short, short_files, short_out = self._backend_run(step.label, warm_argv, "cost warm-up (short run)")
+            started = time.monotonic()
+            long, files, output = self._backend_run(step.label, argv, f"sysbench {step.micro} (cost)")
+            seconds = time.monotonic() - started
+            counts = long - short
+            queries = parse(output).queries - parse(short_out).queries
+            files = short_files + files
         else:
+            # Warms the simulated caches and the server's own with the same statements.
+            server.runner.run(warm_argv, what="cost warm-up")
+            before = set(out.glob("callgrind.out.*"))
+            self.control.zero(pid)
+            started = time.monotonic()
+            output = server.runner.run(argv, what=f"sysbench {step.micro} (cost)").output
+            seconds = time.monotonic() - started
             self.control.dump(pid)
-        files = new_files(out, before)
-        counts = Counts({})
-        for f in files:
-            counts = counts + Counts.parse(f.read_text(errors="replace"))
+            files = new_files(out, before)
+            counts = Counts.of_files(files)
+            queries = parse(output).queries
         method = self.method(step.label)
         require_counts(counts, step.label, step.micro, method, files)
         server.check_alive()
-        queries = parse(result.output).queries
         server.runner.note(f"cost of {step.micro}: {describe_counts(counts)} over {queries} queries "
                            f"({', '.join(f.name for f in files)})")
-        return sample_from_counts(step, counts, queries, seconds, method, argv, result.output)
+        return sample_from_counts(step, counts, queries, seconds, method, argv, output)
+
+    def _backend_run(self, label: str, argv: list[str], what: str) -> tuple[Counts, list[Path], str]:
+        """One sysbench run on a forking server: the counts of the processes that ended during it."""
+        server, out = self.fleet.servers[label], self.out_dirs[label]
+        before = set(out.glob("callgrind.out.*"))
+        output = server.runner.run(argv, what=what).output
+        wait_for_backends(server.proc.pid, self.long_lived[label])
+        files = new_files(out, before)
+        return Counts.of_files(files), files, output
 
     def stop_instance(self) -> None:
         pass   # deterministic figures: one server life serves every microbenchmark

@@ -48,7 +48,8 @@ class BenchOptions:
     warmup_seconds: float = 2.0    # the microbenchmark itself, after every start, unmeasured
     pin: bool = True               # server and sysbench on disjoint CPUs
     cost_scale: float = 1.0        # multiplies each microbenchmark's cost-mode event count
-    cost_write_repeats: int = 3    # cost-mode blocks of a microbenchmark that writes
+    cost_write_repeats: int = 3    # cost-mode blocks of a test that writes or reads what writes left
+    cost_tolerance: float | None = None   # repeatability of one cost measurement (from the server recipe)
     server_options: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:

@@ -21,9 +21,9 @@ from .measurement import FIGURES, Figure, figures
 from .store import Store
 from .suite import GROUPS
 
-# Cost figures are deterministic: measured here, repeats agree within 0.1 % on instructions and
-# I1 misses (docs/results); 0.5 % is the bound the report assumes for a single measurement.
-COST_TOLERANCE = 0.005
+# A cost figure measured once carries its server recipe's repeatability bound, stored with the run
+# (bench options); a run stored without one gets MariaDB's.
+DEFAULT_COST_TOLERANCE = 0.005
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,8 @@ class Analysis:
         return [m for m in self.micros if self.group_of[m] == group]
 
 
-def analyse(store: Store, run_id: int, base: str, labels: list[str]) -> Analysis:
+def analyse(store: Store, run_id: int, base: str, labels: list[str],
+            cost_tolerance: float = DEFAULT_COST_TOLERANCE) -> Analysis:
     samples = store.samples(run_id)
     excluded = store.excluded(run_id)
     micros = list(dict.fromkeys(s.step.micro for s in samples))
@@ -114,7 +115,7 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str]) -> Analysis
                 obs = stats.paired_observations(values, base, label, figure.ratio_sign(), skip)
                 if obs:
                     suites[(figure.key, label)] = stats.SuiteEstimates.of(
-                        obs, tolerance=COST_TOLERANCE if mode == "cost" else None)
+                        obs, tolerance=cost_tolerance if mode == "cost" else None)
     return Analysis(base, variants, micros, group_of, suites, base_values, base_by_instance,
                     {k: float(np.mean(v)) for k, v in absolute.items()}, excluded)
 
@@ -276,7 +277,7 @@ def noise_note(a: Analysis, options: dict) -> str:
     return " ".join(parts) or "No repeated measurement: nothing can be said about noise."
 
 
-def multiple_comparisons_note(tables: list[Table]) -> str:
+def multiple_comparisons_note(tables: list[Table], cost_tolerance: float) -> str:
     """Counts the sampled (QPS-mode) verdicts of the per-microbenchmark table."""
     micro = next(t for t in tables if t.key == "micro")
     sampled = [f"{f.key}_verdict" for f in FIGURES if f.mode == "qps"]
@@ -287,7 +288,7 @@ def multiple_comparisons_note(tables: list[Table]) -> str:
             f"'faster' or 'slower'. If no build differed from the base, about "
             f"{stats.expected_false_verdicts(tests):.1f} would still read 'faster' or 'slower' by chance; read "
             f"single rows with that in mind, and the per-build and per-group rows first. Cost verdicts rest on "
-            f"a ±{COST_TOLERANCE * 100:.1f}% repeatability bound, not on sampling, and are not subject to this.")
+            f"a ±{cost_tolerance * 100:.1f}% repeatability bound (or on repeats), not on sampling, and are not subject to this.")
 
 
 METHOD_NOTE = (
@@ -326,8 +327,9 @@ def compute(store: Store, run_ref: str | int | None) -> Report:
         raise PgolabError(f"no stored run {run_ref!r}" if run_ref else "the store holds no run yet",
                           hint=f"`pgolab report --list` shows stored runs (store: {store.path})")
     labels = [t["label"] for t in store.targets(run["id"])]
-    a = analyse(store, run["id"], run["base"], labels)
     options = json.loads(run["options"])
+    tolerance = options.get("cost_tolerance") or DEFAULT_COST_TOLERANCE
+    a = analyse(store, run["id"], run["base"], labels, tolerance)
     methods = {}
     for s in store.samples(run["id"], "cost"):
         methods.setdefault(s.step.label, s.detail.get("method", ""))
@@ -343,7 +345,7 @@ def compute(store: Store, run_ref: str | int | None) -> Report:
              f"host: {host.get('cpu')}, {host.get('cores')} cores, {host.get('memory_gib')} GiB, "
              f"kernel {host.get('kernel')}"]
     notes = [("Method", METHOD_NOTE), ("Noise", noise_note(a, options)),
-             ("Multiple comparisons", multiple_comparisons_note(tables))]
+             ("Multiple comparisons", multiple_comparisons_note(tables, tolerance))]
     if cost:
         notes.append(("Cost mode", f"Server under valgrind callgrind with cache and branch simulation "
                                    f"({' '.join(CACHE_GEOMETRY)}), a fixed number of events per microbenchmark "

@@ -34,10 +34,10 @@ class Plan:
     pair_budget_s: float | None = None  # measured seconds per microbenchmark and target pair
     outlier_rounds: int = 2            # how many times an instance re-measures its outliers
     detect_outliers: bool = True
-    write_blocks: int | None = None    # blocks for microbenchmarks that write, if not `blocks`
+    write_blocks: int | None = None    # blocks for microbenchmarks whose cost depends on data state
 
     def blocks_for(self, micro: Micro) -> int:
-        return self.write_blocks if micro.writes and self.write_blocks else self.blocks
+        return self.write_blocks if micro.state_dependent and self.write_blocks else self.blocks
 
     def as_dict(self) -> dict:
         from dataclasses import asdict

@@ -118,6 +118,7 @@ class MariaDBInstallation:
     cost_entry_points: tuple[str, ...] = ("dispatch_command(*",)
     cost_symbol: str = "dispatch_command"     # what `nm` shows when the binary has that function
     forks_backends: bool = False              # one process: counters are zeroed and dumped around a run
+    cost_repeatability: float = 0.005         # A/A read-only instructions agreed within 0.1 % here
 
     @classmethod
     def system(cls, binary: Path = Path("/usr/sbin/mariadbd")) -> "MariaDBInstallation":
