@@ -15,10 +15,10 @@ aa() {
   $P bench --base a --binary a=/usr/sbin/mariadbd --binary b=/usr/sbin/mariadbd --suite quick --measure qps \
     --run "aa-$name" --store $OUT/aa.sqlite --out "$OUT/aa-$name" "$@" > "$OUT/aa-$name.txt"
 }
-aa unpinned-1-instance --no-pin --instances 1 --blocks 8 --seconds 3
-aa pinned-1-instance            --instances 1 --blocks 8 --seconds 3
-aa pinned-2-instances           --instances 2 --blocks 4 --seconds 3
-aa target-ci-3pct               --instances 2 --blocks 4 --seconds 3 --target-ci 3% --max-instances 6 --pair-budget 120
+aa unpinned-1-instance --no-pin --instances 1 --blocks 8 --seconds 2
+aa pinned-1-instance            --instances 1 --blocks 8 --seconds 2
+aa pinned-2-instances           --instances 2 --blocks 4 --seconds 2
+aa target-ci-3pct               --instances 2 --blocks 4 --seconds 2 --target-ci 3% --max-instances 6 --pair-budget 120
 
 # 2. The builds (each ends with a smoke test).
 S=$($P source mariadb --version 10.11.18)
@@ -26,6 +26,11 @@ for v in rel_o2nofp rel_lto rel_pgo_use rel_lto_pgo_use_clang; do
   $P build "$S" --variant "$v"
 done
 BASE=$(ls -d /var/cache/pgolab/builds/mariadb-10.11.18-*/rel_o2nofp/final/install/bin/mariadbd | head -1)
+
+# 2b. Cost-mode repeatability check (README section 1): the -O2 build, an A/A copy of it, Debian's.
+$P bench --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --binary aa="$BASE" --measure cost \
+  --suite quick --cost-scale 0.25 --table-size 10000 --run clicheck --store $OUT/cost-check.sqlite
+$P report clicheck --store $OUT/cost-check.sqlite --out $OUT/cost-check
 
 # 3. Cost mode, quick suite, 4 targets: the time it takes, and repeats of the same binary.
 /usr/bin/time -v $P bench --base rel_o2nofp --variant rel_pgo_use --binary distro=/usr/sbin/mariadbd \
