@@ -207,18 +207,9 @@ def micro_variance(m: MicroData, component: InstanceComponent,
 
 
 def micro_estimate(m: MicroData, component: InstanceComponent, fallback_within: tuple[float, int],
-                   margin: float = EQUIVALENCE_MARGIN, tolerance: float | None = None) -> Estimate:
+                   margin: float = EQUIVALENCE_MARGIN) -> Estimate:
     variance, df = micro_variance(m, component, fallback_within)
-    if variance is None and tolerance is not None:
-        return tolerance_estimate(m.mean(), tolerance, m.n, margin)
     return _t_estimate(m.mean(), variance, df, m.n, margin)
-
-
-def tolerance_estimate(mean_log: float, tolerance: float, n: int, margin: float = EQUIVALENCE_MARGIN) -> Estimate:
-    """A deterministic figure measured once: its interval is its known repeatability (±tolerance),
-    taken as a 95 % bound."""
-    se = math.log(1 + tolerance) / float(_scipy_stats.norm.ppf(0.5 + CONFIDENCE / 2))
-    return _t_estimate(mean_log, se * se, 1e9, n, margin)   # df: a known bound, effectively normal
 
 
 @dataclass
@@ -241,11 +232,12 @@ class SuiteEstimates:
         if self.tolerance is not None:
             variance, df = self.deterministic_variance(key)
             return _t_estimate(self.micros[key].mean(), variance, df, self.micros[key].n, self.margin)
-        return micro_estimate(self.micros[key], self.component, self.within, self.margin, self.tolerance)
+        return micro_estimate(self.micros[key], self.component, self.within, self.margin)
 
     def deterministic_variance(self, key: str) -> tuple[float, float]:
         """A deterministic figure: its own repeats' variance if it has repeats (writes that depend on
-        background threads), else the known repeatability bound; never another test's noise."""
+        background threads), else its known repeatability (±tolerance taken as a 95 % bound, with
+        effectively infinite df); never another test's noise."""
         m = self.micros[key]
         ss, df = m.within()
         bound = (math.log(1 + self.tolerance) / float(_scipy_stats.norm.ppf(0.5 + CONFIDENCE / 2))) ** 2
@@ -269,9 +261,6 @@ class SuiteEstimates:
         mean = float(np.mean([self.micros[k].mean() for k in keys]))
         n = sum(self.micros[k].n for k in keys)
         if any(v is None for v, _ in parts):
-            if self.tolerance is not None:
-                # Every microbenchmark off by the full tolerance in the same direction: the worst case.
-                return tolerance_estimate(mean, self.tolerance, n, self.margin)
             return _t_estimate(mean, None, None, n, self.margin)
         m = len(keys)
         # Var of the mean of independent estimates; Satterthwaite over the shared components.
