@@ -124,8 +124,6 @@ def test_postgresql_adds_flags_through_copt_and_keeps_configure_defaults(tmp_pat
 
 
 def test_build_records_carry_a_version_and_a_newer_one_is_refused(tmp_path):
-    import json
-
     from pgolab.build import RECORD_VERSION, load_record
     from pgolab.errors import PgolabError
     old = tmp_path / "old.json"

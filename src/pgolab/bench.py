@@ -17,7 +17,7 @@ from typing import Callable
 from . import paths, suite as suite_mod
 from .cost import CYCLE_FORMULA, CACHE_GEOMETRY, CostExecutor
 from .errors import PgolabError
-from .fleet import BENCH_DATABASE, BenchOptions, BenchTarget, Fleet, sysbench_argv  # noqa: F401 (re-exported)
+from .fleet import BenchOptions, BenchTarget, Fleet  # noqa: F401 (BenchOptions, BenchTarget: bench's API)
 from .qps import QpsExecutor
 from .runner import Runner
 from .schedule import Plan, Progress, Scheduler

@@ -64,7 +64,7 @@ class Scheduler:
         self.progress = progress or Progress(0)   # shared when one run measures several modes
 
     # -- planning -----------------------------------------------------------
-    def planned_steps(self, mode: str, micro: Micro) -> int:
+    def planned_steps(self, micro: Micro) -> int:
         return self.plan.instances * self.plan.blocks_for(micro) * len(self.labels)
 
     def instance_steps(self, mode: str, micro: Micro, instance: int) -> list[Step]:
@@ -79,7 +79,7 @@ class Scheduler:
 
     # -- running ------------------------------------------------------------
     def run(self, micros: list[Micro], executor: Executor) -> None:
-        self.progress.total += sum(self.planned_steps(executor.mode, m) for m in micros)
+        self.progress.total += sum(self.planned_steps(m) for m in micros)
         for micro in micros:
             instance = 1
             while True:
