@@ -72,7 +72,6 @@ class Analysis:
     micros: list[str]                       # suite keys in run order
     group_of: dict[str, str]
     suites: dict[tuple[str, str], stats.SuiteEstimates]   # (figure key, label)
-    base_values: dict[str, dict[str, list[float]]]         # figure key -> micro -> base's samples
     base_by_instance: dict[str, dict[tuple[str, int], list[float]]]
     absolute: dict[tuple[str, str, str], float]             # (figure, micro, label) -> mean per query
     excluded: dict[tuple[str, str, int, int], str]
@@ -95,7 +94,7 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
     micros = list(dict.fromkeys(s.step.micro for s in samples))
     group_of = {s.step.micro: s.group for s in samples}
     variants = [l for l in labels if l != base]
-    suites, base_values = {}, defaultdict(lambda: defaultdict(list))
+    suites = {}
     base_by_instance = defaultdict(lambda: defaultdict(list))
     absolute: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for mode in ("qps", "cost"):
@@ -109,14 +108,13 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
                     continue
                 absolute[(figure.key, micro, label)].append(v)
                 if label == base:
-                    base_values[figure.key][micro].append(v)
                     base_by_instance[figure.key][(micro, inst)].append(v)
             for label in variants:
                 obs = stats.paired_observations(values, base, label, figure.ratio_sign(), skip)
                 if obs:
                     suites[(figure.key, label)] = stats.SuiteEstimates.of(
                         obs, tolerance=cost_tolerance if mode == "cost" else None)
-    return Analysis(base, variants, micros, group_of, suites, base_values, base_by_instance,
+    return Analysis(base, variants, micros, group_of, suites, base_by_instance,
                     {k: float(np.mean(v)) for k, v in absolute.items()}, excluded)
 
 
@@ -263,7 +261,8 @@ def noise_note(a: Analysis, options: dict) -> str:
     cpu = [stats.cv(v) for v in a.base_by_instance.get("cpu_us", {}).values() if len(v) > 1]
     if cpu:
         parts.append(f"The base's server CPU per query varies with a CV of {np.median(cpu) * 100:.1f}% (median).")
-    cost = [stats.cv(v) for v in a.base_values.get("instructions", {}).values() if len(v) > 1]
+    # Cost mode has one instance per test: its repeats are the base's samples of that instance.
+    cost = [stats.cv(v) for v in a.base_by_instance.get("instructions", {}).values() if len(v) > 1]
     if cost:
         parts.append(f"Cost: repeated measurements of the base's instructions per query vary with a CV of "
                      f"{np.median(cost) * 100:.2f}% (median; max {max(cost) * 100:.2f}%).")
