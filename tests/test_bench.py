@@ -139,7 +139,7 @@ def test_a_base_named_by_no_target_is_a_built_variant(tmp_path, monkeypatch):
     repeated as a --variant."""
     need("mariadbd")
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path))
-    with pytest.raises(PgolabError, match="no finished build of variant 'rel_o2nofp'"):
+    with pytest.raises(PgolabError, match="no finished build of 'rel_o2nofp'"):
         bench.resolve_targets("rel_o2nofp", [], ["distro=/usr/sbin/mariadbd"])
     targets = bench.resolve_targets("distro", [], ["distro=/usr/sbin/mariadbd", "again=/usr/sbin/mariadbd"])
     assert [t.label for t in targets] == ["distro", "again"]

@@ -25,10 +25,10 @@ def test_missing_compiler_names_the_debian_package(monkeypatch):
 
 def test_no_profile_written_is_an_error_not_a_silent_success(tmp_path):
     with pytest.raises(PgolabError, match="wrote no profile"):
-        profiles.require_raw_profiles(tmp_path, "gcc")
+        profiles.require_raw_profiles(tmp_path, profiles.GccProfile())
     (tmp_path / "raw-1-2.profraw").write_bytes(b"")
     with pytest.raises(PgolabError, match="wrote no profile"):   # an empty file counts as nothing
-        profiles.require_raw_profiles(tmp_path, "clang")
+        profiles.require_raw_profiles(tmp_path, profiles.ClangProfile(None))
 
 
 def test_an_unused_profile_is_an_error(tmp_path):
@@ -38,10 +38,11 @@ def test_an_unused_profile_is_an_error(tmp_path):
     profile = tmp_path / "profile"
     profile.mkdir()
     (profile / "other#b.cc.gcda").write_bytes(b"x")
+    gcc = profiles.GccProfile()
     with pytest.raises(PgolabError, match="did not use the profile"):
-        profiles.check_consumed("gcc", build, profile, tmp_path / "build.log")
+        profiles.require_used(gcc.check_used(build, profile, tmp_path / "build.log"), tmp_path / "build.log")
     (profile / "sql#a.cc.gcda").write_bytes(b"x")
-    check = profiles.check_consumed("gcc", build, profile, tmp_path / "build.log")
+    check = profiles.require_used(gcc.check_used(build, profile, tmp_path / "build.log"), tmp_path / "build.log")
     assert (check.objects, check.with_profile) == (1, 1)
 
 
@@ -67,16 +68,16 @@ def test_clang_consumption_is_read_from_the_objects(tmp_path):
     assert profiles.clang_object_used_profile(build / "lto-used.o")
     assert not profiles.clang_object_used_profile(build / "plain.o")
     assert not profiles.clang_object_used_profile(build / "lto-plain.o")
-    check = profiles.check_consumed("clang", build, prof, tmp_path / "none.log")
+    check = profiles.ClangProfile(None).check_used(build, prof, tmp_path / "none.log")
     assert (check.objects, check.with_profile) == (4, 2)
 
 
 def test_runtime_profile_paths_are_absolute_and_per_process(tmp_path):
-    env = profiles.runtime_env("clang", tmp_path)
+    env = profiles.ClangProfile(None).redirect_env(Path("/compiled"), tmp_path)
     assert env["LLVM_PROFILE_FILE"].startswith(str(tmp_path)) and "%p" in env["LLVM_PROFILE_FILE"]
     assert "%m" in env["LLVM_PROFILE_FILE"]
     with pytest.raises(PgolabError):
-        profiles.runtime_env("clang", Path("relative"))
+        profiles.ClangProfile(None).redirect_env(Path("/compiled"), Path("relative"))
 
 
 def make_mysql_tree(root: Path) -> Path:
@@ -124,15 +125,18 @@ def test_postgresql_adds_flags_through_copt_and_keeps_configure_defaults(tmp_pat
 
 
 def test_build_records_carry_a_version_and_a_newer_one_is_refused(tmp_path):
-    from pgolab.build import RECORD_VERSION, load_record
     from pgolab.errors import PgolabError
+    from pgolab.record import RECORD_VERSION, BuildRecord
+    fields = {"description": "d", "server": "mariadb", "source": {"path": "/s"}, "toolchain": {}, "flags": {},
+              "server_binary": "/b/final/install/bin/mariadbd", "install_dir": "/b/final/install", "logs": "/b/logs"}
     old = tmp_path / "old.json"
-    old.write_text(json.dumps({"variant": "rel_o2nofp"}))
-    assert load_record(old)["label"] == "rel_o2nofp"          # version 1 had no field: still read
+    old.write_text(json.dumps({"variant": "rel_o2nofp", **fields}))
+    record = BuildRecord.load(old)                               # version 1 had no field: still read
+    assert record.label == "rel_o2nofp" and record.dir == Path("/b")
     new = tmp_path / "new.json"
-    new.write_text(json.dumps({"variant": "rel_lto", "record_version": RECORD_VERSION + 1}))
+    new.write_text(json.dumps({"variant": "rel_lto", **fields, "record_version": RECORD_VERSION + 1}))
     with pytest.raises(PgolabError, match="build record"):
-        load_record(new)
+        BuildRecord.load(new)
 
 
 def test_a_newer_store_is_refused_with_what_to_do(tmp_path):

@@ -107,7 +107,8 @@ def test_gcc_pipeline_survives_an_interrupt_and_uses_its_profile(pg_tree):
     assert_pipeline_record(other_record, "gcc")
     assert other_record["training"] == "mix-noselect" and other_record["label"] == "noselect"
     noselect_profile = vdir.parent / "noselect" / "profile"
-    assert profiles.profile_digest(noselect_profile, "gcc") != profiles.profile_digest(vdir / "profile", "gcc")
+    gcc = profiles.GccProfile()
+    assert gcc.digest(noselect_profile) != gcc.digest(vdir / "profile")
     assert not list((vdir.parent / "rel_pgo_gen" / "profile").glob("*.gcda")), \
         "trainings write to their own folders, not the directory compiled into the instrumented build"
 
@@ -125,8 +126,8 @@ def test_gcc_pipeline_survives_an_interrupt_and_uses_its_profile(pg_tree):
 @pytest.mark.slow
 def test_clang_pipeline_uses_its_profile(pg_tree):
     result = build(BuildRequest(pg_tree, parse("rel_pgo_use_clang"), parse_train("sysbench", TRAIN_SECONDS)))
-    assert_pipeline_record(result.record, "clang")
-    assert "clang" in result.record["toolchain"] and result.record["toolchain"]["clang"].startswith("16")
+    assert_pipeline_record(result.record.as_dict(), "clang")
+    assert "clang" in result.record.toolchain and result.record.toolchain["clang"].startswith("16")
 
 
 @pytest.mark.slow

@@ -28,7 +28,7 @@ def test_every_name_maps_to_axes_and_back(variant):
 
 
 @pytest.mark.parametrize("bad", ["", "o2nofp", "rel_clang_lto", "rel_lto_lto", "rel_pgo_gen_pgo_use",
-                                 "rel_O2", "release", "rel_bolt"])
+                                 "rel_O2", "release", "rel_bolt_clang", "rel_pgo_gen_bolt", "rel_bolt_bolt"])
 def test_bad_names_are_refused_with_a_hint(bad):
     with pytest.raises(PgolabError) as err:
         variants.parse(bad)
@@ -69,7 +69,7 @@ def test_gcc_pgo_flags_strip_the_build_dir_so_another_build_finds_the_gcda_files
 
 
 def test_clang_pgo_use_reads_the_merged_profile():
-    use = variants.flags_for(variants.parse("rel_lto_pgo_use_clang"), CLANG, profile_dir=PROFILE)
+    use = variants.flags_for(variants.parse("rel_lto_pgo_use_clang"), CLANG, profile_dir=PROFILE, build_dir=BUILD)
     assert "-fprofile-use=/abs/profile/default.profdata" in use.compile
 
 
@@ -82,3 +82,30 @@ def test_relative_profile_dir_is_refused():
 def test_instrumented_twin_keeps_every_other_axis():
     v = variants.parse("rel_native_lto_pgo_use_clang")
     assert v.instrumented().name == "rel_native_lto_pgo_gen_clang"
+
+
+@pytest.mark.parametrize("name", ["rel_o2nofp_bolt", "rel_lto_pgo_use_clang_bolt", "rel_pgo_use_bolt"])
+def test_bolt_is_the_last_axis_and_round_trips(name):
+    variant = variants.parse(name)
+    assert variant.bolt and variant.name == name
+    assert variant.without_bolt().name == name[:-len("_bolt")]
+    assert not variant.instrumented().bolt       # BOLT lays out the optimized build, not the instrumented one
+
+
+def test_an_instrumented_build_cannot_be_bolted():
+    with pytest.raises(PgolabError, match="did you mean rel_pgo_use_bolt"):
+        variants.parse("rel_pgo_gen_bolt")
+
+
+def test_bolt_keeps_relocations_and_gcc_keeps_functions_whole():
+    gcc = variants.flags_for(variants.parse("rel_pgo_use_bolt"), GCC, profile_dir=PROFILE, build_dir=BUILD)
+    assert "-Wl,--emit-relocs" in gcc.link and "-fno-reorder-blocks-and-partition" in gcc.compile
+    # the rest of the build is the same as without BOLT
+    plain = variants.flags_for(variants.parse("rel_pgo_use"), GCC, profile_dir=PROFILE, build_dir=BUILD)
+    assert [f for f in gcc.compile if f != "-fno-reorder-blocks-and-partition"] == plain.compile
+    clang = variants.flags_for(variants.parse("rel_lto_clang_bolt"), CLANG)
+    assert "-Wl,--emit-relocs" in clang.link and "-fno-reorder-blocks-and-partition" not in clang.compile
+
+
+def test_the_listed_variants_carry_no_bolt_so_the_published_20_stay_20():
+    assert not any(v.bolt for v in variants.all_variants())

@@ -136,24 +136,10 @@ def resolve_targets(base: str, variants: list[str], binaries: list[str],
 
 
 def variant_target(name: str, source_path: Path | None = None) -> BenchTarget:
-    """A build pgolab made, by label (the variant name unless --label gave another): the newest
-    build of that name, or the one from source_path."""
-    from .build import load_record
-    from .targets import target_for
-    records = []
-    for record_path in paths.builds_dir().glob(f"*/{name}/build.json"):
-        record = load_record(record_path)
-        if source_path and Path(record["source"]["path"]) != source_path.absolute():
-            continue
-        records.append((record_path.stat().st_mtime, record_path, record))
-    if not records:
-        raise PgolabError(f"no finished build of variant {name!r} in {paths.builds_dir()}",
-                          hint=f"build it first: pgolab build mariadb --variant {name}")
-    _, record_path, record = max(records, key=lambda r: r[0])
-    target = target_for(record["server"])
-    final = record_path.parent / "final"
-    installation = target.installation(Path(record["source"]["path"]), final / "build", final / "install")
-    return BenchTarget(name, "variant", installation, record)
+    """A build pgolab made, by label: the newest build of that name, or the one from source_path."""
+    from .record import BuildRecord
+    record = BuildRecord.find(name, source_path)
+    return BenchTarget(name, "variant", record.installation(), record.as_dict())
 
 
 def binary_target(spec: str) -> BenchTarget:

@@ -136,12 +136,11 @@ def list_variants(all_: bool = typer.Option(False, "--all", help="every combinat
                                                                   "not only the 20 published builds"),
                   as_json: bool = typer.Option(False, "--json")) -> None:
     """List the build variants: name, axes and the flags each adds."""
-    from .toolchains import Toolchain
+    from .toolchains import compiler_family
     rows = variants_mod.all_variants() if all_ else variants_mod.published()
-    placeholder = {c: Toolchain(c, c, c, f"{c}-ar", f"{c}-ranlib", f"{c}-nm", None) for c in variants_mod.COMPILERS}
     data = []
     for v in rows:
-        flags = variants_mod.flags_for(v, placeholder[v.compiler], profile_dir=Path("/PROFILE"),
+        flags = variants_mod.flags_for(v, compiler_family(v.compiler).placeholder(), profile_dir=Path("/PROFILE"),
                                        build_dir=Path("/BUILD"))
         data.append({"name": v.name, "compiler": v.compiler, "o2nofp": v.o2nofp, "native": v.native,
                      "lto": v.lto, "pgo": v.pgo, "description": v.describe(),
@@ -196,10 +195,10 @@ def build_cmd(
         console.print(f"installed tree: {result.install_dir}")
         console.print(f"logs: {result.variant_dir / 'logs'}   record: {result.variant_dir / 'build.json'}")
     if as_json:
-        out.print_json(json.dumps(records))
+        out.print_json(json.dumps([r.as_dict() for r in records]))
     else:
         for r in records:
-            out.print(r["server_binary"])
+            out.print(r.server_binary)
 
 
 def _fraction(text: Optional[str]) -> Optional[float]:
@@ -337,20 +336,21 @@ def profile_check_cmd(
 def builds_cmd(as_json: bool = typer.Option(False, "--json"),
                markdown: bool = typer.Option(False, "--markdown", help="a Markdown table")) -> None:
     """List finished builds: binary, wall and CPU time, profile use, smoke test answer."""
-    from .build import finished_builds
-    records = finished_builds()
+    from .record import BuildRecord
+    records = BuildRecord.all()
     if as_json:
-        out.print_json(json.dumps(records))
+        out.print_json(json.dumps([r.as_dict() for r in records]))
         return
     rows = []
     for r in records:
-        check = r.get("profile", {}).get("check-profile")
+        check = r.profile.get("check-profile")
         used = f"{check['with_profile']}/{check['objects']} objects" if check else "-"
-        rows.append((r["label"], f"{r['server']} {r['source']['version']}", r["description"],
-                     f"{r['build_seconds'] / 60:.1f}", f"{(r.get('build_cpu_seconds') or 0) / 60:.1f}",
-                     r.get("training") or "-", used, (r.get("smoke") or "-")[:40], r["server_binary"]))
-    headers = ("build", "source", "what", "wall min", "CPU min", "training", "profile used", "smoke answer",
-               "server binary")
+        code = f"{r.code_bytes / 2**20:.1f}" if r.code_bytes else "-"
+        rows.append((r.label, f"{r.server} {r.source['version']}", r.description,
+                     f"{r.build_seconds / 60:.1f}", f"{r.build_cpu_seconds / 60:.1f}", code,
+                     r.training or "-", used, (r.smoke or "-")[:40], r.server_binary))
+    headers = ("build", "source", "what", "wall min", "CPU min", "code MiB", "training", "profile used",
+               "smoke answer", "server binary")
     if markdown:
         out.print("| " + " | ".join(headers) + " |", markup=False, highlight=False, soft_wrap=True)
         out.print("|" + "---|" * len(headers), markup=False, highlight=False, soft_wrap=True)

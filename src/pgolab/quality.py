@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 from . import bench, profiles
 from .build import BuildRequest, Pipeline, Reporter
 from .errors import PgolabError
+from .record import BuildRecord
 from .runner import Runner
 from .store import Store
 from .targets.base import chown_tree
-from .variants import MERGED_PROFILE
 from .workloads import TrainingSpec, run_training
 
 
@@ -31,14 +30,13 @@ def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, su
                           hint="profile-check compares a PGO variant's training profile, e.g. --variant rel_pgo_use")
     pipeline = Pipeline(request, reporter)
     pipeline.run(until="merge")          # instrumented build and training profile, built if missing
-    compiler = request.variant.compiler
     bench_dir = pipeline.dir / "profile-benchmark"
     shutil.rmtree(bench_dir, ignore_errors=True)
     bench_dir.mkdir(parents=True)
     installation = pipeline.installation("gen")
     if installation.run_as:
         chown_tree(bench_dir, installation.run_as)
-    env = profiles.redirect_env(compiler, pipeline.instrumented.profile_dir, bench_dir)
+    env = pipeline.profile_tool.redirect_env(pipeline.instrumented.profile_dir, bench_dir)
     runner = Runner(pipeline.logs / "profile-check.log")
     if workload is None:
         target = bench.BenchTarget("instrumented", "variant", installation, {}, env=env)
@@ -59,29 +57,19 @@ def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, su
             run_training(server, workload, runner)
         shutil.rmtree(server.rundir, ignore_errors=True)
         what = f"workload {workload.label}"
-    profiles.require_raw_profiles(bench_dir, compiler)
-    if compiler == "clang":
-        profiles.merge(bench_dir, "clang", pipeline.toolchain.profdata, runner)
-        train_w = profiles.clang_function_weights(pipeline.profile_dir / MERGED_PROFILE,
-                                                  pipeline.toolchain.profdata, runner)
-        bench_w = profiles.clang_function_weights(bench_dir / MERGED_PROFILE, pipeline.toolchain.profdata, runner)
-        tool = profiles.llvm_overlap_figure(pipeline.profile_dir / MERGED_PROFILE, bench_dir / MERGED_PROFILE,
-                                            pipeline.toolchain.profdata, runner)
-        method = "per-function counter sums from llvm-profdata"
-    else:
-        scratch = pipeline.dir / "profile-check-gcov"
-        build_dir = pipeline.build_dir("gen")
-        train_w = profiles.gcc_function_weights(pipeline.profile_dir, build_dir, runner, scratch / "training")
-        bench_w = profiles.gcc_function_weights(bench_dir, build_dir, runner, scratch / "benchmark")
-        shutil.rmtree(scratch, ignore_errors=True)
-        tool = None
-        method = "per-function entry counts read with gcov"
-        if not train_w:
-            raise PgolabError("no function names for the gcc profile (no .gcno files in the instrumented build)",
-                              hint="the instrumented build predates profile-check support; delete "
-                                   f"{pipeline.dir} and build again")
-    report = profiles.overlap(train_w, bench_w, method, tool_overlap=tool)
+    tool = pipeline.profile_tool
+    profiles.require_raw_profiles(bench_dir, tool)
+    tool.merge(bench_dir, runner)
+    scratch = pipeline.dir / "profile-check-scratch"
+    build_dir = pipeline.build_dir("gen")
+    train_w = tool.function_weights(pipeline.profile_dir, build_dir, runner, scratch / "training")
+    bench_w = tool.function_weights(bench_dir, build_dir, runner, scratch / "benchmark")
+    shutil.rmtree(scratch, ignore_errors=True)
+    report = profiles.overlap(train_w, bench_w, tool.weights_method,
+                              tool_overlap=tool.overlap_figure(pipeline.profile_dir, bench_dir, runner))
     result = {"training": request.train.label, "benchmark": what, **report.as_dict()}
     (pipeline.dir / "profile-check.json").write_text(json.dumps(result, indent=2))
-    pipeline.write_record(pipeline.toolchain.versions())   # build.json states the figure from now on
+    record = BuildRecord.load(pipeline.dir)     # build.json states the figure from now on
+    record.profile_check = result
+    record.save()
     return report

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from .errors import PgolabError
 
@@ -63,6 +64,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool("clang profile runtime", f"/usr/lib/llvm-{L}/lib/clang/{L}/lib/linux/libclang_rt.profile-x86_64.a",
          f"libclang-rt-{L}-dev", "clang PGO instrumented builds"),
     Tool("llvm-bolt", f"llvm-bolt-{L}", f"bolt-{L}", "BOLT post-link layout"),
+    Tool("merge-fdata", f"merge-fdata-{L}", f"bolt-{L}", "BOLT profile merge"),
     Tool("cmake", "cmake", "cmake", "MariaDB and MySQL builds"),
     Tool("ninja", "ninja", "ninja-build", "MariaDB and MySQL builds"),
     Tool("make", "make", "make", "PostgreSQL builds"),
@@ -100,7 +102,7 @@ def require(name: str) -> str:
 class Toolchain:
     """The programs one compiler family uses for every step."""
 
-    compiler: str  # gcc | clang
+    compiler: str  # gcc | clang: the key of its CompilerFamily
     cc: str
     cxx: str
     ar: str
@@ -108,22 +110,98 @@ class Toolchain:
     nm: str
     profdata: str | None  # llvm-profdata for clang; None for gcc (libgcov merges itself)
 
+    @property
+    def family(self) -> "CompilerFamily":
+        return compiler_family(self.compiler)
+
+    @property
+    def profile(self):
+        """The PGO profile tool of this compiler (profiles.ProfileTool)."""
+        return self.family.profile_tool(self)
+
     def versions(self) -> dict[str, str | None]:
-        names = ["gcc", "g++"] if self.compiler == "gcc" else ["clang", "clang++", "lld", "llvm-profdata"]
-        return {n: tool(n).version() for n in names}
+        return {n: tool(n).version() for n in self.family.version_tools}
 
 
-def toolchain(compiler: str) -> Toolchain:
-    if compiler == "gcc":
+class CompilerFamily(Protocol):
+    """What differs between compilers: programs, LTO, linking, BOLT needs and profile tool."""
+
+    name: str
+    version_tools: tuple[str, ...]
+    lto_flags: tuple[str, ...]
+    link_flags: tuple[str, ...]
+    bolt_flags: tuple[str, ...]    # compile flags a binary BOLT rewrites needs
+
+    def toolchain(self) -> Toolchain: ...
+    def placeholder(self) -> Toolchain: ...
+    def tool_overrides(self, toolchain: Toolchain, lto: bool) -> dict[str, str]: ...
+    def profile_tool(self, toolchain: Toolchain): ...
+
+
+class Gcc:
+    name = "gcc"
+    version_tools = ("gcc", "g++")
+    lto_flags = ("-flto=auto",)
+    link_flags = ()
+    # gcc splits hot and cold code into .text.hot/.text.unlikely parts itself; BOLT must see whole
+    # functions to lay them out (its documentation asks for this flag on gcc builds).
+    bolt_flags = ("-fno-reorder-blocks-and-partition",)
+
+    def toolchain(self) -> Toolchain:
         return Toolchain("gcc", require("gcc"), require("g++"), require("gcc-ar"),
                          require("gcc-ranlib"), shutil.which("gcc-nm") or "gcc-nm", None)
-    if compiler == "clang":
+
+    def placeholder(self) -> Toolchain:
+        return Toolchain("gcc", "gcc", "g++", "gcc-ar", "gcc-ranlib", "gcc-nm", None)
+
+    def tool_overrides(self, toolchain: Toolchain, lto: bool) -> dict[str, str]:
+        # Static libraries of LTO objects need the plugin-aware archiver.
+        return dict(AR=toolchain.ar, RANLIB=toolchain.ranlib, NM=toolchain.nm) if lto else {}
+
+    def profile_tool(self, toolchain: Toolchain):
+        from .profiles import GccProfile
+        return GccProfile()
+
+
+class Clang:
+    name = "clang"
+    version_tools = ("clang", "clang++", "lld", "llvm-profdata")
+    lto_flags = ("-flto=thin",)
+    link_flags = ("-fuse-ld=lld",)
+    bolt_flags = ()
+
+    def toolchain(self) -> Toolchain:
         require("lld")
         require("clang profile runtime")
         return Toolchain("clang", require("clang"), require("clang++"), require("llvm-ar"),
                          shutil.which(f"llvm-ranlib-{L}") or f"llvm-ranlib-{L}",
                          shutil.which(f"llvm-nm-{L}") or f"llvm-nm-{L}", require("llvm-profdata"))
-    raise PgolabError(f"unknown compiler {compiler!r}", hint="use gcc or clang")
+
+    def placeholder(self) -> Toolchain:
+        return Toolchain("clang", f"clang-{L}", f"clang++-{L}", f"llvm-ar-{L}", f"llvm-ranlib-{L}",
+                         f"llvm-nm-{L}", f"llvm-profdata-{L}")
+
+    def tool_overrides(self, toolchain: Toolchain, lto: bool) -> dict[str, str]:
+        # One LLVM for compiler, linker, archiver and profile tools.
+        return dict(AR=toolchain.ar, RANLIB=toolchain.ranlib, NM=toolchain.nm)
+
+    def profile_tool(self, toolchain: Toolchain):
+        from .profiles import ClangProfile
+        return ClangProfile(toolchain.profdata)
+
+
+COMPILER_FAMILIES: dict[str, CompilerFamily] = {"gcc": Gcc(), "clang": Clang()}
+
+
+def compiler_family(name: str) -> CompilerFamily:
+    try:
+        return COMPILER_FAMILIES[name]
+    except KeyError:
+        raise PgolabError(f"unknown compiler {name!r}", hint=f"use {' or '.join(COMPILER_FAMILIES)}")
+
+
+def toolchain(compiler: str) -> Toolchain:
+    return compiler_family(compiler).toolchain()
 
 
 def doctor_rows() -> list[tuple[str, str, str | None, str, str]]:

@@ -3,7 +3,8 @@
 Names follow the convention of the published MySQL 8.0.28 compiler study:
 ``rel`` (CMAKE_BUILD_TYPE=Release, -O3) then, in this order, ``_o2nofp``
 (-O2 -fno-omit-frame-pointer), ``_native`` (-march=native -mtune=native),
-``_lto``, ``_pgo_gen`` / ``_pgo_use``, and ``_clang`` last (gcc when absent).
+``_lto``, ``_pgo_gen`` / ``_pgo_use``, ``_clang`` (gcc when absent), and pgolab's own
+``_bolt`` last: post-link layout (BOLT) of that build, which is not part of the study.
 
 Flags are always *added* after the build type's own flags (see targets), never
 put in place of them: MariaDB loses -DNDEBUG otherwise and fails to compile.
@@ -19,8 +20,8 @@ from .errors import PgolabError
 
 COMPILERS = ("gcc", "clang")
 PGO_MODES = ("none", "gen", "use")
-# clang reads this name inside a -fprofile-use directory by default (MySQL relies on it).
-MERGED_PROFILE = "default.profdata"
+# BOLT rewrites the linked binary; it needs the relocations the linker normally drops.
+BOLT_LINK_FLAGS = ["-Wl,--emit-relocs"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class Variant:
     native: bool = False
     lto: bool = False
     pgo: str = "none"
+    bolt: bool = False
 
     @property
     def name(self) -> str:
@@ -44,6 +46,8 @@ class Variant:
             parts.append(f"pgo_{self.pgo}")
         if self.compiler == "clang":
             parts.append("clang")
+        if self.bolt:
+            parts.append("bolt")
         return "_".join(parts)
 
     @property
@@ -52,7 +56,10 @@ class Variant:
 
     def instrumented(self) -> "Variant":
         """The profile-generating build that feeds this PGO variant."""
-        return replace(self, pgo="gen")
+        return replace(self, pgo="gen", bolt=False)
+
+    def without_bolt(self) -> "Variant":
+        return replace(self, bolt=False)
 
     def describe(self) -> str:
         opt = "-O2 -fno-omit-frame-pointer" if self.o2nofp else "-O3 (Release)"
@@ -65,10 +72,12 @@ class Variant:
             bits.append("PGO (instrument, train, optimize)")
         elif self.pgo == "gen":
             bits.append("PGO instrumented (writes profiles)")
+        if self.bolt:
+            bits.append("BOLT (instrument, train, relayout)")
         return ", ".join(bits)
 
 
-_TOKENS = ("o2nofp", "native", "lto", "pgo_gen", "pgo_use", "clang")
+_TOKENS = ("o2nofp", "native", "lto", "pgo_gen", "pgo_use", "clang", "bolt")
 
 
 def parse(name: str) -> Variant:
@@ -91,7 +100,11 @@ def parse(name: str) -> Variant:
         native="native" in seen,
         lto="lto" in seen,
         pgo="use" if "pgo_use" in seen else "gen" if "pgo_gen" in seen else "none",
+        bolt="bolt" in seen,
     )
+    if variant.bolt and variant.pgo == "gen":
+        raise _unknown(name, "an instrumented build is not laid out by BOLT; "
+                             f"did you mean {replace(variant, pgo='use').name}?")
     if variant.name != name:  # wrong order, repeats, or both pgo_gen and pgo_use
         raise _unknown(name, f"did you mean {variant.name}?")
     return variant
@@ -100,7 +113,7 @@ def parse(name: str) -> Variant:
 def _unknown(name: str, extra: str = "") -> PgolabError:
     return PgolabError(
         f"unknown variant {name!r}" + (f" ({extra})" if extra else ""),
-        hint="names are rel[_o2nofp][_native][_lto][_pgo_gen|_pgo_use][_clang]; "
+        hint="names are rel[_o2nofp][_native][_lto][_pgo_gen|_pgo_use][_clang][_bolt]; "
              "`pgolab variants` lists them")
 
 
@@ -113,7 +126,7 @@ def published() -> list[Variant]:
 
 
 def all_variants() -> list[Variant]:
-    """Every combination of the axes (published ones first)."""
+    """Every combination of the compiler axes (published ones first), without BOLT."""
     pub = published()
     rest = [Variant(compiler=c, o2nofp=o, native=n, lto=l, pgo=p)
             for p, n, o, l, c in itertools.product(("use", "gen", "none"), (False, True), (True, False),
@@ -139,48 +152,26 @@ def flags_for(variant: Variant, toolchain, *, profile_dir: Path | None = None,
 
     profile_dir: absolute directory where the instrumented build writes (pgo=gen)
     or from which the optimized build reads (pgo=use) its profile.
-    build_dir: absolute build directory; gcc names .gcda files after object paths,
-    so both builds strip their own build directory (-fprofile-prefix-path) and
-    the optimized build, built elsewhere, still finds the instrumented one's files.
+    build_dir: the build's absolute build directory (gcc names profile files after object paths).
     """
+    family = toolchain.family
     flags = FlagSet()
     if variant.o2nofp:
         flags.compile += ["-O2", "-fno-omit-frame-pointer"]
     if variant.native:
         flags.compile += ["-march=native", "-mtune=native"]
-    if variant.compiler == "clang":
-        # One LLVM for compiler, linker, archiver and profile tools.
-        flags.link += ["-fuse-ld=lld"]
-        flags.tools.update(AR=toolchain.ar, RANLIB=toolchain.ranlib, NM=toolchain.nm)
+    flags.link += list(family.link_flags)
+    flags.tools.update(family.tool_overrides(toolchain, variant.lto))
     if variant.lto:
-        if variant.compiler == "gcc":
-            flags.compile += ["-flto=auto"]
-            # Static libraries of LTO objects need the plugin-aware archiver.
-            flags.tools.update(AR=toolchain.ar, RANLIB=toolchain.ranlib, NM=toolchain.nm)
-        else:
-            flags.compile += ["-flto=thin"]
+        flags.compile += list(family.lto_flags)
     if variant.is_pgo:
-        if profile_dir is None or not profile_dir.is_absolute():
-            raise PgolabError(f"internal: PGO build needs an absolute profile directory, got {profile_dir}")
-        if variant.compiler == "gcc":
-            if build_dir is None or not build_dir.is_absolute():
-                raise PgolabError("internal: gcc PGO build needs its absolute build directory")
-            if variant.pgo == "gen":
-                # -ftest-coverage adds .gcno files (function names for `pgolab profile-check`);
-                # the counters and the code are those of -fprofile-generate alone.
-                flags.compile += [f"-fprofile-generate={profile_dir}", "-fprofile-update=prefer-atomic",
-                                  f"-fprofile-prefix-path={build_dir}", "-ftest-coverage"]
-            else:
-                # A file generated into the build directory (MariaDB's ma_client_plugin.c) can
-                # differ between the two builds; gcc makes that an error by default. As a
-                # warning, gcc drops that function's profile and pgolab counts the warnings.
-                flags.compile += [f"-fprofile-use={profile_dir}", "-fprofile-correction",
-                                  f"-fprofile-prefix-path={build_dir}", "-Wno-missing-profile",
-                                  "-Wno-error=coverage-mismatch"]
-        else:
-            if variant.pgo == "gen":
-                # The file name is set at run time by LLVM_PROFILE_FILE (absolute, %p/%m).
-                flags.compile += [f"-fprofile-generate={profile_dir}"]
-            else:
-                flags.compile += [f"-fprofile-use={profile_dir / MERGED_PROFILE}"]
+        for what, directory in (("profile", profile_dir), ("build", build_dir)):
+            if directory is None or not directory.is_absolute():
+                raise PgolabError(f"internal: PGO build needs an absolute {what} directory, got {directory}")
+        tool = toolchain.profile
+        make = tool.generate_flags if variant.pgo == "gen" else tool.use_flags
+        flags.compile += make(profile_dir, build_dir)
+    if variant.bolt:
+        flags.compile += list(family.bolt_flags)
+        flags.link += BOLT_LINK_FLAGS
     return flags

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import PgolabError
@@ -127,6 +127,9 @@ class MariaDBInstallation:
             raise PgolabError(f"{binary} not found", hint="apt-get install mariadb-server")
         return cls(server_binary=binary, bin_dir=Path("/usr/bin"), lc_messages_dir=None,
                    install_db=["/usr/bin/mariadb-install-db", "--basedir=/usr"])
+
+    def with_server_binary(self, binary: Path) -> "MariaDBInstallation":
+        return replace(self, server_binary=binary)
 
     def _tool(self, name: str) -> str:
         own = self.bin_dir / name

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..runner import Runner
@@ -103,6 +103,7 @@ class PostgreSQLInstallation:
     cost_symbol: str = "PostgresMain"
     forks_backends: bool = True   # a backend per connection writes its counters when it exits
     cost_repeatability: float = 0.015   # A/A read-only instructions differed by up to 1.3 % here
+    server_program: Path | None = None  # another postgres binary to start (BOLT's instrumented copy)
 
     def valgrind_options(self) -> list[str]:
         return []
@@ -112,7 +113,10 @@ class PostgreSQLInstallation:
 
     @property
     def server_binary(self) -> Path:
-        return self.bin_dir / "postgres"
+        return self.server_program or self.bin_dir / "postgres"
+
+    def with_server_binary(self, binary: Path) -> "PostgreSQLInstallation":
+        return replace(self, server_program=binary)
 
     @classmethod
     def system(cls, version: str = "15") -> "PostgreSQLInstallation":

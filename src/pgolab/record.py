@@ -1,0 +1,102 @@
+"""The build record (build.json): what a finished build is, read and written in one place.
+
+Bench, matrix, `pgolab builds` and profile-check all find builds through `BuildRecord.find`
+and `BuildRecord.all`; nothing else globs for build.json.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from . import paths
+from .errors import PgolabError
+
+RECORD_FILE = "build.json"
+# build.json's format: 1 had no version field; 2 adds it; 3 adds code_bytes and bolt.
+# A newer file is refused, not misread.
+RECORD_VERSION = 3
+
+
+@dataclass
+class BuildRecord:
+    label: str
+    variant: str
+    description: str
+    server: str
+    source: dict                    # path, version, digest
+    toolchain: dict
+    flags: dict                     # per stage ("gen", "final"): added compile/link flags and tools
+    server_binary: str
+    install_dir: str
+    logs: str
+    phases: dict = field(default_factory=dict)   # name -> seconds, cpu_seconds, finished
+    build_seconds: float = 0.0
+    build_cpu_seconds: float = 0.0
+    training: str | None = None
+    instrumented_build: str | None = None
+    profile: dict = field(default_factory=dict)  # merge and check-profile figures
+    smoke: str | None = None
+    code_bytes: int | None = None   # executable sections of the server binary
+    bolt: dict | None = None        # BOLT's own statistics, for _bolt variants
+    profile_check: dict | None = None
+    record_version: int = RECORD_VERSION
+
+    # -- the build's folder --------------------------------------------------
+    @property
+    def dir(self) -> Path:
+        return Path(self.install_dir).parent.parent
+
+    @property
+    def source_path(self) -> Path:
+        return Path(self.source["path"])
+
+    def installation(self):
+        """A runnable installation of this build (what bench and matrix start)."""
+        from .targets import target_for
+        final = self.dir / "final"
+        return target_for(self.server).installation(self.source_path, final / "build", final / "install")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    # -- reading and writing -------------------------------------------------
+    def save(self) -> Path:
+        path = self.dir / RECORD_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.as_dict(), indent=2))
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> "BuildRecord":
+        """From a build.json, or a build folder holding one."""
+        if path.is_dir():
+            path = path / RECORD_FILE
+        data = json.loads(path.read_text())
+        version = data.get("record_version", 1)
+        if version > RECORD_VERSION:
+            raise PgolabError(f"{path} is a version-{version} build record; this pgolab reads up to "
+                              f"{RECORD_VERSION}", hint="upgrade pgolab, or rebuild with this one")
+        data.setdefault("label", data["variant"])
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @classmethod
+    def all(cls) -> list["BuildRecord"]:
+        """Every finished build under the builds folder, oldest first."""
+        found = sorted(paths.builds_dir().glob(f"*/*/{RECORD_FILE}"), key=lambda p: p.stat().st_mtime)
+        return [cls.load(p) for p in found]
+
+    @classmethod
+    def find(cls, label: str, source_path: Path | None = None) -> "BuildRecord":
+        """The newest finished build of that label (the variant name unless --label gave another),
+        or the one from source_path."""
+        matches = [r for r in cls.all() if r.label == label
+                   and (source_path is None or r.source_path == source_path.absolute())]
+        if not matches:
+            where = f" from {source_path}" if source_path else ""
+            raise PgolabError(f"no finished build of {label!r}{where} in {paths.builds_dir()}",
+                              hint=f"build it first: pgolab build SOURCE --variant {label}")
+        return matches[-1]
