@@ -162,6 +162,14 @@ class Pipeline:
             phases.append(smoke_phase(self))
         return phases
 
+    def discard(self, server: ServerProcess, purpose: str) -> None:
+        """Keep a finished server's error log under logs/ (a crash is explained there), then
+        remove its private run directory."""
+        if server.error_log.exists():
+            self.logs.mkdir(parents=True, exist_ok=True)
+            shutil.copy(server.error_log, self.logs / f"{purpose}-server-error.log")
+        shutil.rmtree(server.rundir, ignore_errors=True)
+
     def installation(self, stage: str):
         return self.target.installation(self.request.source.path, self.build_dir(stage), self.install_dir(stage))
 

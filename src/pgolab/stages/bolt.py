@@ -28,7 +28,7 @@ from ..phases import Phase
 from ..profiles import ConsumptionCheck, RawProfileStats, raw_stats
 from ..runner import Runner
 from ..targets.base import chown_tree
-from ..toolchains import LLVM_VERSION, require
+from ..toolchains import LLVM_VERSION, require, tool
 from ..workloads import run_training
 
 if TYPE_CHECKING:
@@ -64,8 +64,8 @@ class BoltStats:
     reordered: int                 # functions whose block layout changed
     ignored_objects: int           # profile entries for objects it could not find
     folded_functions: int          # by ICF
-    folded_bytes: int
-    split_functions: int | None    # functions split into hot and cold parts
+    hot_bytes: int | None          # code of split functions kept in the hot part ...
+    cold_bytes: int | None         # ... and moved out to the cold part
 
     @property
     def matched_share(self) -> float:
@@ -74,7 +74,7 @@ class BoltStats:
     def describe(self) -> str:
         return (f"{self.profiled} of {self.functions} functions profiled ({self.matched_share:.1%} of them "
                 f"matched, {self.stale} stale), {self.reordered} re-laid out, "
-                f"ICF folded {self.folded_functions} ({self.folded_bytes} bytes)")
+                f"{self.cold_bytes or 0} cold bytes split out, ICF folded {self.folded_functions}")
 
     def as_dict(self) -> dict:
         return {**asdict(self), "matched_share": round(self.matched_share, 4)}
@@ -93,8 +93,8 @@ def parse_stats(output: str) -> BoltStats:
         reordered=_int(r"basic block reordering modified layout of (\d+) functions", output) or 0,
         ignored_objects=_int(r"profile for (\d+) objects was ignored", output) or 0,
         folded_functions=_int(r"ICF folded (\d+) out of", output) or 0,
-        folded_bytes=_int(r"ICF folded .*?(\d+) bytes", output) or 0,
-        split_functions=_int(r"splitting separates (\d+) hot bytes", output),
+        hot_bytes=_int(r"splitting separates (\d+) hot bytes", output),
+        cold_bytes=_int(r"splitting separates \d+ hot bytes from (\d+) cold bytes", output),
     )
 
 
@@ -105,13 +105,18 @@ class BoltProfile:
     raw_pattern = "*.fdata"
     weights_method = "per-function branch and call counts from the .fdata profile"
 
-    def __init__(self, llvm_bolt: str, merge_fdata: str):
+    def __init__(self, llvm_bolt: str, merge_fdata: str, instrument_calls: bool = True):
         self.llvm_bolt, self.merge_fdata = llvm_bolt, merge_fdata
+        self.instrument_calls = instrument_calls
+
+    def version(self) -> str | None:
+        return tool("llvm-bolt").version()
 
     def generate_flags(self, profile_dir: Path, build_dir: Path) -> list[str]:
         """llvm-bolt's instrumentation options. The profile path is compiled into the rewritten
         binary (absolute: the server chdir()s), one file per process."""
-        return ["-instrument", f"--instrumentation-file={profile_dir / 'prof'}",
+        calls = [] if self.instrument_calls else ["--instrument-calls=false"]
+        return ["-instrument", *calls, f"--instrumentation-file={profile_dir / 'prof'}",
                 "--instrumentation-file-append-pid", f"--runtime-instrumentation-lib={RUNTIME_LIB}"]
 
     def use_flags(self, profile_dir: Path, build_dir: Path) -> list[str]:
@@ -178,8 +183,13 @@ def _tail(path: Path, limit: int = 2_000_000) -> str:
     return data[-limit:].decode(errors="replace")
 
 
-def bolt_profile() -> BoltProfile:
-    return BoltProfile(require("llvm-bolt"), require("merge-fdata"))
+def bolt_profile(forks_backends: bool = False) -> BoltProfile:
+    """BOLT 16's call profiling (its tables of indirect-call targets live in the memory it shares
+    with forked children) made PostgreSQL backends overflow their stack inside BOLT's runtime within
+    a second of training (3 training runs of 3 here); without it the same training ran clean. Servers that fork
+    a backend per connection are therefore instrumented for branches only: block layout and
+    splitting keep their profile, function ordering sees hotness but no call edges."""
+    return BoltProfile(require("llvm-bolt"), require("merge-fdata"), instrument_calls=not forks_backends)
 
 
 # --- the phases ----------------------------------------------------------------
@@ -189,7 +199,7 @@ class BoltSteps:
 
     def __init__(self, pipeline: "Pipeline"):
         self.p = pipeline
-        self.tool = bolt_profile()
+        self.tool = bolt_profile(pipeline.installation("final").forks_backends)
         self.dir = pipeline.dir / "final" / "bolt"
         self.input = self.dir / "input"                 # the linked binary, as installed
         self.instrumented = self.dir / "instrumented"
@@ -224,7 +234,7 @@ class BoltSteps:
             with server:
                 covered = run_training(server, self.p.request.train, runner)
         finally:
-            shutil.rmtree(server.rundir, ignore_errors=True)
+            self.p.discard(server, "bolt-train")
         stats: RawProfileStats = raw_stats(self.profile_dir, self.tool)
         if stats.files == 0:
             raise PgolabError(f"the BOLT training wrote no profile in {self.profile_dir}", log=server.error_log,
@@ -264,12 +274,15 @@ class BoltSteps:
 
     def phases(self) -> list[Phase]:
         return [
-            Phase("bolt-instrument", "BOLT: instrument the linked server", None, self.instrument),
+            Phase("bolt-instrument", "BOLT: instrument the linked server",
+                  {"options": self.tool.generate_flags(self.profile_dir, self.dir), "version": self.tool.version()},
+                  self.instrument),
             Phase("bolt-train", f"BOLT: training run ({self.p.request.train.label})",
                   self.p.request.train.digest_input(), self.train),
             Phase("bolt-merge", "BOLT: merge the .fdata profile", None, self.merge),
             Phase("bolt-optimize", "BOLT: lay out the server with the profile",
-                  lambda: self.tool.digest(self.profile_dir), self.optimize),
+                  lambda: {"options": self.tool.use_flags(self.profile_dir, self.dir),
+                           "profile": self.tool.digest(self.profile_dir)}, self.optimize),
         ]
 
 

@@ -40,7 +40,7 @@ def train(p: "Pipeline") -> dict:
         with server:
             covered = run_training(server, p.request.train, runner)
     finally:
-        shutil.rmtree(server.rundir, ignore_errors=True)
+        p.discard(server, "train")
     stats = require_raw_profiles(p.profile_dir, p.profile_tool, server.error_log)
     for text in covered:
         p.reporter.message(text)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from typing import TYPE_CHECKING
 
 from ..phases import Phase
@@ -21,6 +20,6 @@ def smoke(p: "Pipeline") -> dict:
         with server:
             version = server.query(server.installation.version_sql(), what="version query")
     finally:
-        shutil.rmtree(server.rundir, ignore_errors=True)
+        p.discard(server, "smoke")
     p.reporter.message(f"server answered: {version}")
     return {"version": version}
