@@ -7,7 +7,6 @@ show that nothing is left running and that the re-run continues.
 """
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pgolab import profiles, sources
-from pgolab.build import BuildRequest, build, variant_dir
+from pgolab.build import BuildRequest, variant_dir
 from pgolab.quality import profile_check
 from pgolab.runner import Runner
 from pgolab.variants import parse
@@ -123,11 +122,68 @@ def test_gcc_pipeline_survives_an_interrupt_and_uses_its_profile(pg_tree):
     assert json.loads((vdir / "profile-check.json").read_text())["training"] == "mix"
 
 
+# The matrix subset CI runs: gcc and clang, -O2 -fno-omit-frame-pointer and -O3, -march=native, LTO,
+# PGO and BOLT. rel_pgo_use is the gcc pipeline's build above (same training: found up to date).
+MATRIX_VARIANTS = "rel_pgo_use,rel_native_lto_pgo_use_clang_bolt"
+
+
+def stored_samples(store_path: Path) -> int:
+    import sqlite3
+    if not store_path.exists():
+        return 0
+    with sqlite3.connect(store_path) as db:
+        try:
+            return db.execute("SELECT count(*) FROM samples").fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
+
 @pytest.mark.slow
-def test_clang_pipeline_uses_its_profile(pg_tree):
-    result = build(BuildRequest(pg_tree, parse("rel_pgo_use_clang"), parse_train("sysbench", TRAIN_SECONDS)))
-    assert_pipeline_record(result.record.as_dict(), "clang")
-    assert "clang" in result.record.toolchain and result.record.toolchain["clang"].startswith("16")
+def test_matrix_covers_every_axis_survives_an_interrupt_and_bolts_a_clang_pgo_build(pg_tree, tmp_path):
+    store = tmp_path / "matrix.sqlite"
+    cmd = pgolab("matrix", str(pg_tree.path), "--variants", MATRIX_VARIANTS, "--base", "rel_o2nofp",
+                 "--train-seconds", str(TRAIN_SECONDS), "--suite", "quick", "--seconds", "1", "--instances", "1",
+                 "--blocks", "2", "--table-size", "5000", "--store", str(store), "--run", "ci-matrix")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 3600
+    while time.monotonic() < deadline and proc.poll() is None and stored_samples(store) < 4:
+        time.sleep(2)
+    assert proc.poll() is None, proc.stdout.read()
+    proc.send_signal(signal.SIGINT)
+    first = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 130 and "interrupted" in first, first
+    kept = stored_samples(store)
+    assert kept >= 4
+
+    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    output = rerun.stdout + rerun.stderr
+    assert rerun.returncode == 0, output
+    assert "matrix 3/3 builds" in output.replace("\n", " ")
+    for label in ("rel_o2nofp", "rel_pgo_use", "rel_native_lto_pgo_use_clang_bolt"):
+        assert f"{label}: up to date" in output, label          # nothing was built twice
+    assert stored_samples(store) > kept
+
+    from pgolab import report
+    from pgolab.record import BuildRecord
+    from pgolab.store import Store
+    data = report.compute(Store(store), "ci-matrix")
+    builds = {r["build"] for r in data.table("builds").rows}
+    assert builds == {"rel_pgo_use", "rel_native_lto_pgo_use_clang_bolt"}
+    assert {r["build"] for r in data.table("groups").rows} == builds
+    cost = {r["build"]: r for r in data.table("build_cost").rows}
+    assert cost["rel_native_lto_pgo_use_clang_bolt"]["wall_min"] > 0 and cost["rel_o2nofp"]["code_mib"] > 1
+    assert "re-laid out" in cost["rel_native_lto_pgo_use_clang_bolt"]["bolt"]
+
+    # The clang PGO pipeline under the BOLT layout: its profile was used, BOLT re-laid out functions
+    # with a matching profile, and the BOLTed server answered.
+    record = BuildRecord.find("rel_native_lto_pgo_use_clang_bolt", pg_tree.path)
+    assert_pipeline_record(record.as_dict(), "clang")
+    assert record.toolchain["clang"].startswith("16")
+    stats = record.bolt["bolt-optimize"]["stats"]
+    assert stats["reordered"] > 100 and stats["matched_share"] > 0.9 and stats["stale"] == 0
+    assert "-Wl,--emit-relocs" in record.flags["final"]["link"]
+    assert record.bolt["bolt-merge"]["branch_count"] > 0
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import List, Optional
 
@@ -39,7 +40,7 @@ class RichReporter:
         self.task = None
 
     def phase_started(self, name, description):
-        self.task = self.display.add_task(f"{name}: {description}", total=None)
+        self.task = self.display.add_task(f"{name}: {description}", total=None, left="")
 
     def phase_skipped(self, name, description):
         self.display.console.print(f"[dim]✓ {name}: {description} (up to date, skipped)[/dim]")
@@ -56,6 +57,11 @@ class RichReporter:
 
     def message(self, text):
         self.display.console.print(f"  {escape(text)}")
+
+
+def _progress_display() -> Progress:
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TextColumn("{task.fields[left]}"), console=console)
 
 
 def _on_sigterm(signum, frame):
@@ -185,8 +191,7 @@ def build_cmd(
         console.rule(f"{v.name}: {v.describe()}")
         request = BuildRequest(tree, v, spec, jobs=jobs, extra_args=list(cmake_arg),
                                use_ccache=not no_ccache, smoke=not no_smoke, label=label)
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console, transient=False) as progress:
+        with _progress_display() as progress:
             result = run_build(request, RichReporter(progress))
         if result.up_to_date:
             console.print(f"[green]{v.name} is up to date[/green]: inputs unchanged, nothing to do")
@@ -211,63 +216,162 @@ def _fraction(text: Optional[str]) -> Optional[float]:
         raise PgolabError(f"not a fraction: {text!r}", hint="e.g. --target-ci 3% or --target-ci 0.03")
 
 
+# Options bench and matrix share, defined once: `with_bench_options` adds them to a command's
+# signature and hands the command one BenchOptions.
+BENCH_OPTIONS: list[tuple[str, type, object]] = [
+    ("suite", str, typer.Option("quick", "--suite", help="quick or full")),
+    ("measure", str, typer.Option("qps", "--measure", help="qps, cost, or qps,cost (both, one stored run)")),
+    ("slice_seconds", float, typer.Option(3, "--seconds", help="seconds per paired QPS slice")),
+    ("instances", int, typer.Option(2, "--instances", help="server starts per microbenchmark (QPS)")),
+    ("blocks", int, typer.Option(4, "--blocks", help="paired blocks per instance (QPS; even keeps orders balanced)")),
+    ("target_ci", Optional[str], typer.Option(None, "--target-ci",
+                                              help="add instances until every 95% half-width is this (e.g. 3%%)")),
+    ("max_instances", int, typer.Option(6, "--max-instances", help="ceiling for --target-ci")),
+    ("pair_budget", float, typer.Option(120, "--pair-budget", help="measured seconds per microbenchmark and pair")),
+    ("no_pin", bool, typer.Option(False, "--no-pin", help="do not pin server and sysbench to disjoint CPUs")),
+    ("cost_scale", float, typer.Option(1.0, "--cost-scale", help="multiplies the cost-mode event counts")),
+    ("table_size", int, typer.Option(100_000, "--table-size")),
+    ("binary", List[str], typer.Option([], "--binary", help="NAME=PATH of any server binary (repeatable)")),
+    ("store_path", Optional[Path], typer.Option(None, "--store", help="SQLite file (default in pgolab home)")),
+    ("out_dir", Optional[Path], typer.Option(None, "--out", help="also export the report here")),
+]
+PASSED_AS_IS = ("binary", "store_path", "out_dir")
+
+
+def with_bench_options(command):
+    """Adds BENCH_OPTIONS to a command: it receives `options` (BenchOptions) plus the PASSED_AS_IS values."""
+    import functools
+    import inspect
+    own = [p for p in inspect.signature(command).parameters.values()
+           if p.name not in ("options",) + PASSED_AS_IS]
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
+             for name, kind, default in BENCH_OPTIONS]
+
+    @functools.wraps(command)
+    def wrapper(**values):
+        passed = {name: values.pop(name) for name in PASSED_AS_IS}
+        chosen = {name: values.pop(name) for name, _, _ in BENCH_OPTIONS if name not in PASSED_AS_IS}
+        return command(**values, **passed, options=_bench_options(**chosen))
+    wrapper.__signature__ = inspect.Signature(own + added)
+    wrapper.__annotations__ = {**{p.name: p.annotation for p in own}, **{n: k for n, k, _ in BENCH_OPTIONS}}
+    return wrapper
+
+
+def _bench_options(suite, measure, slice_seconds, instances, blocks, target_ci, max_instances, pair_budget,
+                   no_pin, cost_scale, table_size):
+    from . import bench, measurement
+    return bench.BenchOptions(suite=suite, modes=measurement.parse_modes(measure), slice_seconds=slice_seconds,
+                              instances=instances, blocks=blocks, max_instances=max(max_instances, instances),
+                              target_ci=_fraction(target_ci), pair_budget_s=pair_budget, pin=not no_pin,
+                              cost_scale=cost_scale, table_size=table_size)
+
+
+def _step_display(progress: Progress, prefix: str = ""):
+    """A live line for a benchmark run: the step, done of total, and an estimate of the time left."""
+    task = progress.add_task(f"{prefix}starting", total=None, left="left ~?")
+    started = time.monotonic()
+    first_done: list[int] = []
+
+    def on_step(state):
+        first_done or first_done.append(state.done)   # steps found stored do not count for the pace
+        measured = state.done - first_done[0]
+        pace = (time.monotonic() - started) / measured if measured else None
+        left = "left ~" + (time.strftime("%H:%M:%S", time.gmtime(pace * (state.total - state.done))) if pace else "?")
+        progress.update(task, description=escape(prefix + state.text), completed=state.done, total=state.total,
+                        left=left)
+    return on_step
+
+
+def _command_line() -> str:
+    return "pgolab " + " ".join(__import__("shlex").quote(a) for a in sys.argv[1:])
+
+
 @app.command("bench")
+@with_bench_options
 def bench_cmd(
     base: str = typer.Option(..., "--base", help="the label every other target is compared with"),
     variant: List[str] = typer.Option([], "--variant", "-v", help="a variant built by pgolab (repeatable)"),
-    binary: List[str] = typer.Option([], "--binary", help="NAME=PATH of any server binary (repeatable)"),
-    suite: str = typer.Option("quick", "--suite", help="quick or full"),
-    measure: str = typer.Option("qps", "--measure", help="qps, cost, or qps,cost (both, one stored run)"),
-    slice_seconds: float = typer.Option(3, "--seconds", help="seconds per paired QPS slice"),
-    instances: int = typer.Option(2, "--instances", help="server starts per microbenchmark (QPS)"),
-    blocks: int = typer.Option(4, "--blocks", help="paired blocks per instance (QPS; even keeps orders balanced)"),
-    target_ci: Optional[str] = typer.Option(None, "--target-ci",
-                                            help="add instances until every 95%% half-width is this (e.g. 3%%)"),
-    max_instances: int = typer.Option(6, "--max-instances", help="ceiling for --target-ci"),
-    pair_budget: float = typer.Option(120, "--pair-budget", help="measured seconds per microbenchmark and pair"),
-    no_pin: bool = typer.Option(False, "--no-pin", help="do not pin server and sysbench to disjoint CPUs"),
-    cost_scale: float = typer.Option(1.0, "--cost-scale", help="multiplies the cost-mode event counts"),
-    table_size: int = typer.Option(100_000, "--table-size"),
     threads: int = typer.Option(1, "--threads"),
     no_prepared: bool = typer.Option(False, "--no-prepared", help="plain queries instead of prepared statements"),
     server_option: List[str] = typer.Option([], "--server-option", help="extra server option, same for all"),
     source_dir: Optional[Path] = typer.Option(None, "--source", help="pick variants built from this tree"),
     run_name: Optional[str] = typer.Option(None, "--run", help="run name; an existing one resumes"),
-    store_path: Optional[Path] = typer.Option(None, "--store", help="SQLite file (default in pgolab home)"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="also export the report here"),
+    *, options, binary, store_path, out_dir,
 ) -> None:
     """Run the sysbench suite on variants and binaries, store every sample, print the report."""
-    from . import bench, measurement, report
+    from . import bench, report
     from .render import export, print_terminal
     from .store import Store
     targets = bench.resolve_targets(base, variant, binary, source_dir)
     if len(targets) < 2:
         raise PgolabError("bench needs at least two targets (the base and one to compare)",
                           hint="e.g. --base distro --binary distro=/usr/sbin/mariadbd --variant rel_o2nofp")
-    options = bench.BenchOptions(suite=suite, modes=measurement.parse_modes(measure), slice_seconds=slice_seconds,
-                                 instances=instances, blocks=blocks, max_instances=max(max_instances, instances),
-                                 target_ci=_fraction(target_ci), pair_budget_s=pair_budget, pin=not no_pin,
-                                 cost_scale=cost_scale, table_size=table_size, threads=threads,
-                                 prepared=not no_prepared, server_options=list(server_option))
+    options = replace(options, threads=threads, prepared=not no_prepared, server_options=list(server_option))
     store = Store(store_path)
     name = run_name or time.strftime("run-%Y%m%d-%H%M%S")
-    command = "pgolab " + " ".join(__import__("shlex").quote(a) for a in sys.argv[1:])
     console.print(f"run {name}; store {store.path}")
-    started = time.monotonic()
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("left ~{task.fields[left]}"), console=console) as progress:
-        task = progress.add_task("starting", total=None, left="?")
-        first_done: list[int] = []
-
-        def on_step(state):
-            first_done or first_done.append(state.done)   # steps found stored do not count for the pace
-            measured = state.done - first_done[0]
-            pace = (time.monotonic() - started) / measured if measured else None
-            left = time.strftime("%H:%M:%S", time.gmtime(pace * (state.total - state.done))) if pace else "?"
-            progress.update(task, description=escape(state.text), completed=state.done, total=state.total,
-                            left=left)
-        bench.run_bench(store, name, base, targets, options, command, on_step)
+    with _progress_display() as progress:
+        bench.run_bench(store, name, base, targets, options, _command_line(), _step_display(progress))
     data = report.compute(store, name)
+    print_terminal(data, out)
+    if out_dir:
+        files = export(data, out_dir)
+        console.print(f"exported to {out_dir}: {', '.join(p.name for p in files.values())}")
+
+
+class RichMatrixProgress:
+    """`matrix N/M` before every build and the benchmark; each build's phases as `pgolab build` shows them."""
+
+    def __init__(self, progress: Progress):
+        self.display = progress
+        self.on_step = None
+
+    def build_started(self, index, total, variant):
+        self.display.console.rule(f"matrix {index + 1}/{total} builds: {variant.name} ({variant.describe()}); "
+                                  f"{total - index - 1} after it, then the benchmark")
+        return RichReporter(self.display)
+
+    def build_finished(self, index, total, result, seconds):
+        state = "up to date" if result.up_to_date else f"built in {seconds / 60:.1f} min"
+        self.display.console.print(f"[green]✓[/green] {result.record.label}: {state}")
+
+    def bench_step(self, state):
+        if self.on_step is None:
+            self.display.console.rule("matrix: benchmark of every build in one run")
+            self.on_step = _step_display(self.display, "bench ")
+        self.on_step(state)
+
+
+@app.command("matrix")
+@with_bench_options
+def matrix_cmd(
+    source_arg: str = typer.Argument(..., metavar="SOURCE", help="source directory, tarball, or a server to fetch"),
+    variants: str = typer.Option("published", "--variants", help="published (the study's 20), all, or NAME,NAME,..."),
+    bolt: bool = typer.Option(False, "--bolt", help="add the _bolt twin of every PGO variant chosen"),
+    base: str = typer.Option("rel_o2nofp", "--base", help="the build every other one is compared with"),
+    train: str = typer.Option("mix", "--train", help="training load of every PGO and BOLT build"),
+    train_seconds: int = typer.Option(150, "--train-seconds"),
+    jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j"),
+    run_name: Optional[str] = typer.Option(None, "--run", help="run name (default: matrix-SOURCE-SUITE-MODES)"),
+    *, options, binary, store_path, out_dir,
+) -> None:
+    """Build every variant named (cheapest first, up-to-date ones skipped), benchmark them all in one
+    stored run, and print the per-build and per-group tables with each build's cost. Run it again to continue."""
+    from . import bench, matrix, report
+    from .render import export, print_terminal
+    from .store import Store
+    tree = _resolve_source(source_arg)
+    request = matrix.MatrixRequest(
+        source=tree, variants=matrix.choose(variants, bolt), base=base, train=parse_train(train, train_seconds),
+        options=options, run_name=run_name or matrix.default_run_name(tree, options),
+        binaries=[bench.binary_target(b) for b in binary], jobs=jobs)
+    store = Store(store_path)
+    console.print(f"source: {tree.server} {tree.version}; run {request.run_name}; store {store.path}")
+    with _progress_display() as progress:
+        result = matrix.run_matrix(request, store, RichMatrixProgress(progress), _command_line())
+    console.print(f"matrix: {len(result.builds)} builds ({sum(not b.up_to_date for b in result.builds)} built now) "
+                  f"in {result.build_seconds / 60:.1f} min, benchmark {result.bench_seconds / 60:.1f} min")
+    data = report.compute(store, request.run_name)
     print_terminal(data, out)
     if out_dir:
         files = export(data, out_dir)
@@ -326,8 +430,7 @@ def profile_check_cmd(
     spec = parse_train(train, train_seconds, seed=train_seed)
     chosen = parse_train(workload, train_seconds) if workload else None
     request = BuildRequest(tree, variants_mod.parse(variant), spec, jobs=jobs, label=label)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console) as progress:
+    with _progress_display() as progress:
         report = profile_check(request, RichReporter(progress), suite=suite, seconds=seconds, workload=chosen)
     out.print(report.describe(), markup=False, highlight=False)
 

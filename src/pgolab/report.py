@@ -234,6 +234,33 @@ def targets_table(store: Store, run_id: int, methods: dict[str, str]) -> Table:
                  rows)
 
 
+def build_cost_table(store: Store, run_id: int, base: str) -> Table | None:
+    """What each build cost to make and how large its code is (targets pgolab built)."""
+    records = {t["label"]: json.loads(t["description"]) for t in store.targets(run_id)}
+    built = {label: r for label, r in records.items() if "build_seconds" in r}
+    if not built:
+        return None
+    base_code = records.get(base, {}).get("code_bytes")
+    rows = []
+    for label, r in built.items():
+        code = r.get("code_bytes")
+        optimize = (r.get("bolt") or {}).get("bolt-optimize", {}).get("stats")
+        rows.append({"build": label, "wall_min": r["build_seconds"] / 60,
+                     "cpu_min": (r.get("build_cpu_seconds") or 0) / 60,
+                     "code_mib": code / 2**20 if code else None,
+                     "code_vs_base": code / base_code if code and base_code else None,
+                     "bolt": (f"{optimize['reordered']} functions re-laid out, {optimize['profiled']} profiled of "
+                              f"{optimize['functions']}, {optimize['matched_share']:.0%} matched"
+                              if optimize else "")})
+    return Table("build_cost", "Build cost and code size",
+                 [Column("build", "build"), Column("wall_min", "wall min"), Column("cpu_min", "CPU min"),
+                  Column("code_mib", "code MiB"), Column("code_vs_base", "code vs base"), Column("bolt", "BOLT")],
+                 rows, note="Wall and CPU minutes of every phase (a PGO build includes its share of the "
+                            "instrumented build and its training); code is the executable sections of the server. "
+                            "A BOLTed binary keeps its original code in .bolt.org.text (functions BOLT did not move "
+                            "still run from there; moved ones leave dead copies), so its code size is larger.")
+
+
 # -- statements -------------------------------------------------------------------
 
 def noise_note(a: Analysis, options: dict) -> str:
@@ -336,6 +363,9 @@ def compute(store: Store, run_ref: str | int | None) -> Report:
     cost = cost_table(a)
     if cost:
         tables.append(cost)
+    build_cost = build_cost_table(store, run["id"], run["base"])
+    if build_cost:
+        tables.append(build_cost)
     tables += [excluded_table(a), targets_table(store, run["id"], methods)]
     host = json.loads(run["host"])
     modes = options.get("modes") or ["qps"]
