@@ -40,6 +40,6 @@ $P bench --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --binary aa="$BASE
 
 # 4. The proof: four builds, Debian's mariadbd and an A/A copy of the base, both measures, full suite.
 $P bench --base rel_o2nofp --variant rel_lto --variant rel_pgo_use --variant rel_lto_pgo_use_clang \
-  --binary distro=/usr/sbin/mariadbd --binary aa="$BASE" --suite full --measure cost,qps \
+  --source "$S" --binary distro=/usr/sbin/mariadbd --binary aa="$BASE" --suite full --measure cost,qps \
   --instances 2 --blocks 4 --seconds 3 --target-ci 3% --max-instances 4 --pair-budget 120 \
   --run full-both --store $OUT/results.sqlite --out $OUT/full-both > $OUT/full-both.txt
