@@ -19,12 +19,11 @@ import fcntl
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from . import __version__, elf, paths
+from . import __version__, elf, paths, profiles, scratch
 from .errors import PgolabError
 from .phases import Phase, PhaseEngine, PhaseState, PrefixedReporter, QuietReporter, Reporter, digest
 from .record import BuildRecord
@@ -162,6 +161,17 @@ class Pipeline:
             phases.append(smoke_phase(self))
         return phases
 
+    def sealed_profile_digest(self, profile_dir: Path, tool, retrain_from: str) -> str:
+        """The digest a build reads its profile by, after checking nothing wrote to it since its
+        merge; if something did, the training is forgotten so that the next run repeats it."""
+        try:
+            profiles.require_sealed(profile_dir, tool)
+        except PgolabError:
+            assert self.state is not None
+            self.state.forget_from(retrain_from, list(self.state.phases))
+            raise
+        return tool.digest(profile_dir)
+
     def discard(self, server: ServerProcess, purpose: str) -> None:
         """Keep a finished server's error log under logs/ (a crash is explained there), then
         remove its private run directory."""
@@ -182,7 +192,7 @@ class Pipeline:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         # A short private directory for the socket: unix socket paths are limited to 107 bytes.
-        rundir = Path(tempfile.mkdtemp(prefix=f"pgolab-{purpose}-"))
+        rundir = scratch.make(purpose)
         if installation.run_as:
             chown_tree(work, installation.run_as)
             chown_tree(rundir, installation.run_as)

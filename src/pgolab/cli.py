@@ -76,6 +76,8 @@ def _say_interrupted() -> None:
 def main() -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
+        from . import scratch
+        scratch.sweep()    # scratch folders of pgolab processes that were killed
         app()
     except PgolabError as exc:
         console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False)

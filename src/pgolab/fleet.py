@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from . import scratch
 from . import suite as suite_mod
 from .runner import Runner
 from .server import ServerProcess, initialize_datadir
@@ -126,7 +126,7 @@ class Fleet:
               timeout: float = 180) -> ServerProcess:
         self.stop(label)
         t = self.targets[label]
-        rundir = Path(tempfile.mkdtemp(prefix="pgolab-bench-"))   # short: socket paths are limited
+        rundir = scratch.make("bench")
         self.rundirs.append(rundir)
         if t.installation.run_as:
             chown_tree(rundir, t.installation.run_as)
@@ -170,7 +170,7 @@ def prepare_golden(base: BenchTarget, workdir: Path, options: BenchOptions, runn
     if inst.run_as:
         chown_tree(workdir, inst.run_as)
     initialize_datadir(inst, golden, runner, env=base.env)
-    rundir = Path(tempfile.mkdtemp(prefix="pgolab-load-"))
+    rundir = scratch.make("load")
     if inst.run_as:
         chown_tree(rundir, inst.run_as)
     try:

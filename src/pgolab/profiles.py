@@ -97,6 +97,38 @@ def require_used(check: ConsumptionCheck, build_log: Path) -> ConsumptionCheck:
     return check
 
 
+SEAL = ".merged-digest"
+
+
+def raw_digest(profile_dir: Path, tool: ProfileTool) -> str:
+    files = sorted(p for p in profile_dir.rglob(tool.raw_pattern) if p.is_file())
+    h = hashlib.sha256()
+    for p in files:
+        h.update(str(p.relative_to(profile_dir)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def seal(profile_dir: Path, tool: ProfileTool) -> str:
+    """Called by a merge: the raw files as merged. Counters written later are detected."""
+    digest = raw_digest(profile_dir, tool)
+    (profile_dir / SEAL).write_text(digest + "\n")
+    return digest
+
+
+def require_sealed(profile_dir: Path, tool: ProfileTool) -> None:
+    """Refuse a profile that received counters after its merge (a server of an earlier, killed run
+    kept writing). A folder merged before seals existed is sealed as it is now."""
+    path = profile_dir / SEAL
+    if not path.exists():
+        seal(profile_dir, tool)
+        return
+    if path.read_text().strip() != raw_digest(profile_dir, tool):
+        raise PgolabError(f"counters were written to {profile_dir} after its profile was merged",
+                          hint="a server of an earlier run kept writing; the training is repeated when you "
+                               "run the same command again")
+
+
 def object_files(build_dir: Path) -> list[Path]:
     return [p.relative_to(build_dir) for p in build_dir.rglob("*.o") if p.is_file()]
 

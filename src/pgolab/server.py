@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import scratch
 from .errors import PgolabError
 from .runner import Runner, as_user_kwargs, format_command
 from .targets.base import chown_tree
@@ -38,9 +39,32 @@ def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
         return f"(no log at {path})"
 
 
+def stop_leftovers(path: Path, runner: Runner, timeout: float = 120) -> None:
+    """Servers that a killed pgolab left running on `path` (a data directory) are shut down cleanly
+    before anything touches it: SIGTERM is a clean shutdown for both servers (an instrumented one
+    writes its counters now, before any phase reads them); one that will not stop is reported."""
+    pids = scratch.servers_using(path)
+    if not pids:
+        return
+    runner.note(f"servers left running on {path} by an earlier run: pids {pids}; sending SIGTERM")
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(scratch.pid_alive(p) for p in pids):
+        time.sleep(0.5)
+    alive = [p for p in pids if scratch.pid_alive(p)]
+    if alive:
+        raise PgolabError(f"server processes {alive} still run on {path} after SIGTERM",
+                          hint=f"stop them (kill {' '.join(map(str, alive))}) and run the same command again")
+
+
 def initialize_datadir(installation, datadir: Path, runner: Runner, env: dict | None = None) -> None:
     """A fresh data directory (an unfinished one from an interrupted run is replaced)."""
     datadir = datadir.absolute()
+    stop_leftovers(datadir, runner)
     marker = datadir.parent / (datadir.name + ".initialized")
     if marker.exists() and datadir.is_dir():
         return
@@ -81,6 +105,7 @@ class ServerProcess:
 
     def start(self, timeout: float = 180) -> None:
         self.rundir.mkdir(parents=True, exist_ok=True)
+        stop_leftovers(self.datadir.absolute(), self.runner)
         self._remove_leftovers()
         if self.installation.run_as:
             chown_tree(self.rundir, self.installation.run_as)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import PgolabError
 from ..phases import Phase
-from ..profiles import ConsumptionCheck, RawProfileStats, raw_stats
+from ..profiles import ConsumptionCheck, RawProfileStats, raw_stats, seal
 from ..runner import Runner
 from ..targets.base import chown_tree
 from ..toolchains import LLVM_VERSION, require, tool
@@ -245,7 +245,8 @@ class BoltSteps:
         return {"raw_files": stats.files, "raw_bytes": stats.bytes}
 
     def merge(self) -> dict:
-        return self.tool.merge(self.profile_dir, self.p.runner("bolt-merge"))
+        result = self.tool.merge(self.profile_dir, self.p.runner("bolt-merge"))
+        return {**result, "sealed": seal(self.profile_dir, self.tool)}
 
     def optimize(self) -> dict:
         self._require_input()
@@ -282,7 +283,8 @@ class BoltSteps:
             Phase("bolt-merge", "BOLT: merge the .fdata profile", None, self.merge),
             Phase("bolt-optimize", "BOLT: lay out the server with the profile",
                   lambda: {"options": self.tool.use_flags(self.profile_dir, self.dir),
-                           "profile": self.tool.digest(self.profile_dir)}, self.optimize),
+                           "profile": self.p.sealed_profile_digest(self.profile_dir, self.tool, "bolt-train")},
+                  self.optimize),
         ]
 
 

@@ -18,7 +18,8 @@ def compile_phases(p: "Pipeline", label: str = "", profile_input: bool = False) 
     variant, flags = p.stage_flags("final")
     # A configure depends on its flags and, for the optimized build, the profile it reads.
     if profile_input:
-        configure_input = lambda: {"flags": flags.as_dict(), "profile": p.profile_tool.digest(p.profile_dir)}  # noqa: E731
+        configure_input = lambda: {"flags": flags.as_dict(),  # noqa: E731
+                                   "profile": p.sealed_profile_digest(p.profile_dir, p.profile_tool, "train")}
     else:
         configure_input = flags.as_dict()
     what = f"{label} " if label else ""

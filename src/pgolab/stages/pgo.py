@@ -7,7 +7,7 @@ import shutil
 from typing import TYPE_CHECKING
 
 from ..phases import Phase
-from ..profiles import require_raw_profiles, require_used, raw_stats
+from ..profiles import raw_stats, require_raw_profiles, require_used, seal
 from ..targets.base import chown_tree
 from ..workloads import run_training
 from .compile import compile_phases
@@ -51,7 +51,8 @@ def train(p: "Pipeline") -> dict:
 def merge(p: "Pipeline") -> dict:
     result = p.profile_tool.merge(p.profile_dir, p.runner("merge"))
     stats = raw_stats(p.profile_dir, p.profile_tool)
-    return {**result, "raw_files": stats.files, "raw_bytes": stats.bytes}
+    return {**result, "raw_files": stats.files, "raw_bytes": stats.bytes,
+            "sealed": seal(p.profile_dir, p.profile_tool)}
 
 
 def check(p: "Pipeline") -> dict:

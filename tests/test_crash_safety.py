@@ -1,0 +1,116 @@
+"""What a killed pgolab leaves behind is found and handled by the next run (fast parts)."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from pgolab import profiles, scratch
+from pgolab.errors import PgolabError
+from pgolab.runner import Runner
+from pgolab.server import stop_leftovers
+
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
+
+
+@pytest.fixture
+def short_home(monkeypatch):
+    """A pgolab home short enough for sockets in its scratch folders (pytest's tmp_path is not)."""
+    home = Path(tempfile.mkdtemp(prefix="pgh-", dir="/tmp"))
+    monkeypatch.setenv("PGOLAB_HOME", str(home))
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def dead_pid() -> str:
+    return subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_scratch_folders_of_dead_processes_are_swept_and_live_ones_kept(short_home):
+    mine = scratch.make("train")
+    assert mine.parent == short_home / "scratch" and mine.name.startswith(f"{os.getpid()}-train-")
+    orphan = short_home / "scratch" / f"{dead_pid()}-bench-abcdef"
+    orphan.mkdir()
+    (orphan / "server.pid").write_text("1")
+    assert orphan in scratch.sweep()
+    assert mine.exists() and not orphan.exists()
+
+
+def test_a_folder_a_live_server_uses_is_not_swept(short_home):
+    folder = short_home / "scratch" / f"{dead_pid()}-train-abcdef"
+    folder.mkdir(parents=True)
+    # A stand-in server whose command line names a file in the folder, as --socket=DIR/mysqld.sock does.
+    server = subprocess.Popen([*SLEEPER, f"--socket={folder}/mysqld.sock"])
+    time.sleep(0.2)
+    try:
+        assert scratch.servers_using(folder) == [server.pid]
+        assert folder not in scratch.sweep() and folder.exists()
+    finally:
+        server.kill()
+        server.wait()
+    assert folder in scratch.sweep()
+
+
+def test_a_sibling_path_is_not_mistaken_for_the_data_directory(tmp_path):
+    other = subprocess.Popen([*SLEEPER, f"{tmp_path}/data2"])
+    try:
+        assert scratch.servers_using(tmp_path / "data") == []
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_server_left_on_a_data_directory_is_stopped_before_it_is_touched(tmp_path):
+    datadir = tmp_path / "data"
+    datadir.mkdir()
+    # Stands in for an orphaned server: exits on SIGTERM, as both servers' clean shutdown does.
+    orphan = subprocess.Popen([*SLEEPER, f"--datadir={datadir}"])
+    time.sleep(0.2)
+    runner = Runner(tmp_path / "log.txt")
+    stop_leftovers(datadir, runner, timeout=20)
+    assert orphan.poll() is not None
+    assert "left running" in (tmp_path / "log.txt").read_text()
+
+
+def test_a_server_that_ignores_sigterm_is_reported_with_its_pid(tmp_path):
+    datadir = tmp_path / "data"
+    stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
+                                 "signal.SIG_IGN); print('ready', flush=True); time.sleep(60)", "-D", str(datadir)],
+                                stdout=subprocess.PIPE, text=True)
+    stubborn.stdout.readline()
+    try:
+        with pytest.raises(PgolabError, match=str(stubborn.pid)) as err:
+            stop_leftovers(datadir, Runner(tmp_path / "log.txt"), timeout=1)
+        assert f"kill {stubborn.pid}" in err.value.hint
+    finally:
+        stubborn.kill()
+        stubborn.wait()
+
+
+def test_counters_written_after_the_merge_are_refused(tmp_path):
+    gcc = profiles.GccProfile()
+    (tmp_path / "a.gcda").write_bytes(b"counts")
+    profiles.seal(tmp_path, gcc)
+    profiles.require_sealed(tmp_path, gcc)            # unchanged: accepted
+    time.sleep(0.01)
+    (tmp_path / "a.gcda").write_bytes(b"counts and more")
+    with pytest.raises(PgolabError, match="after its profile was merged"):
+        profiles.require_sealed(tmp_path, gcc)
+    (tmp_path / "a.gcda").write_bytes(b"counts")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.gcda").write_bytes(b"x")   # a new file counts too
+    with pytest.raises(PgolabError, match="after its profile was merged"):
+        profiles.require_sealed(tmp_path, gcc)
+
+
+def test_a_profile_merged_before_seals_existed_is_sealed_as_it_is(tmp_path):
+    clang = profiles.ClangProfile(None)
+    (tmp_path / "raw-1.profraw").write_bytes(b"x")
+    profiles.require_sealed(tmp_path, clang)
+    assert (tmp_path / profiles.SEAL).exists()
