@@ -2,12 +2,13 @@
 
 Instrumented build, training run (sysbench through the pgsql driver), profile
 merge, optimized build, proof that the profile was used, and a query against
-the optimized server. The gcc run is first interrupted during training, to
-show that nothing is left running and that the re-run continues. The clang
+the optimized server. The gcc run is first killed (SIGKILL) once in each phase,
+to show that no server outlives pgolab and that the re-run continues. The clang
 pipeline runs inside `pgolab matrix`, under BOLT, interrupted during its benchmark.
 """
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -58,40 +59,63 @@ def assert_pipeline_record(record: dict, compiler: str) -> None:
     assert Path(record["server_binary"]).exists()
 
 
+# Where a SIGKILL lands: (build folder, phase, log the phase writes, text that shows it is under way).
+# gcc's merge phase runs no command (libgcov merged the counters as they were written): no moment to hit.
+KILL_POINTS = [
+    ("rel_pgo_gen", "configure", "configure.log", "checking"),
+    ("rel_pgo_gen", "build", "build.log", "make"),
+    ("rel_pgo_use", "train", "train.log", "training mix"),
+    ("rel_pgo_use", "configure", "configure.log", "checking"),
+    ("rel_pgo_use", "build", "build.log", "make"),
+    ("rel_pgo_use", "smoke", "smoke.log", "start server"),
+]
+
+
+def wait_until_gone(under: Path, seconds: float = 120) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and postgres_processes(under):
+        time.sleep(0.5)
+    return postgres_processes(under)
+
+
+def kill_during(cmd: list[str], folder: Path, phase: str, log_name: str, marker: str) -> None:
+    """Start the command, SIGKILL pgolab once `phase` has written `marker` to its log in this attempt."""
+    log = folder / "logs" / log_name
+    offset = log.stat().st_size if log.exists() else 0
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 2400
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and log.stat().st_size > offset:
+            with log.open(errors="replace") as f:
+                f.seek(offset)
+                if marker in f.read():
+                    break
+        time.sleep(0.2)
+    assert proc.poll() is None, f"pgolab ended before {folder.name} {phase} started"
+    proc.kill()
+    proc.wait()
+    state = json.loads((folder / "state.json").read_text())
+    assert phase not in state["phases"], f"{phase} had finished before the kill"
+
+
 @pytest.mark.slow
-def test_gcc_pipeline_survives_an_interrupt_and_uses_its_profile(pg_tree):
+def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tree):
     variant = parse("rel_pgo_use")
     vdir = variant_dir(pg_tree, variant.name, sources.tree_digest(pg_tree.path))
     cmd = pgolab("build", str(pg_tree.path), "--variant", variant.name, "--train-seconds", str(TRAIN_SECONDS))
-    # A shell started in the background (nohup ... &) hands its children SIGINT ignored, and
-    # Python then installs no KeyboardInterrupt handler: restore it, as a terminal would have it.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    train_log = vdir / "logs" / "train.log"
-    deadline = time.monotonic() + 1800
-    while time.monotonic() < deadline and proc.poll() is None:
-        if train_log.exists() and "training mix" in train_log.read_text(errors="replace"):
-            break
-        time.sleep(1)
-    assert proc.poll() is None, proc.stdout.read()
-    time.sleep(3)
-    proc.send_signal(signal.SIGINT)
-    output = proc.communicate(timeout=300)[0]
-    assert proc.returncode == 130, output
-    assert "interrupted" in output
-    assert postgres_processes(vdir) == [], "no server left running after Ctrl-C"
-    gen_state = json.loads((vdir.parent / "rel_pgo_gen" / "state.json").read_text())
-    assert "build" in gen_state["phases"], "the instrumented build finished before the interrupt"
-    state = json.loads((vdir / "state.json").read_text())
-    assert "train" not in state["phases"]
+    for folder, phase, log_name, marker in KILL_POINTS:
+        kill_during(cmd, vdir.parent / folder, phase, log_name, marker)
+        # The server a killed pgolab started gets SIGTERM from the kernel (PR_SET_PDEATHSIG): clean exit.
+        assert wait_until_gone(vdir.parent) == [], f"a server outlived pgolab killed in {folder} {phase}"
 
     rerun = subprocess.run(cmd + ["--json"], capture_output=True, text=True, timeout=3000)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert "gen-build: compile instrumented build (up to date, skipped)" in rerun.stderr.replace("\n", " ") \
-        or "gen-build" in rerun.stderr and "skipped" in rerun.stderr
+    assert re.search(r"gen-build: compile instrumented build\s+\(up to date, skipped\)", rerun.stderr)
     record = json.loads(rerun.stdout)[0]
     assert_pipeline_record(record, "gcc")
     assert postgres_processes(vdir) == []
+    home = Path(os.environ["PGOLAB_HOME"])
+    assert not list((home / "scratch").glob("*")), "no scratch folder is left"
 
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "up to date" in again.stderr
@@ -121,6 +145,38 @@ def test_gcc_pipeline_survives_an_interrupt_and_uses_its_profile(pg_tree):
     # The build's record, which bench reports describe a target from, states the figure.
     assert record["profile_check"]["overlap"] == check.overlap
     assert json.loads((vdir / "profile-check.json").read_text())["training"] == "mix"
+
+
+@pytest.mark.slow
+def test_a_bench_killed_mid_measurement_resumes_with_one_sample_per_step(pg_tree, tmp_path):
+    """SIGKILL of pgolab during a QPS run on the gcc PGO build and an A/A twin of it: no server is left,
+    and the resumed run stores every step exactly once."""
+    import sqlite3
+
+    from pgolab import paths, suite
+    from pgolab.record import BuildRecord
+    store = tmp_path / "killed.sqlite"
+    postgres = BuildRecord.find("rel_pgo_use", pg_tree.path).server_binary
+    cmd = pgolab("bench", "--base", "rel_pgo_use", "--binary", f"aa={postgres}", "--source", str(pg_tree.path),
+                 "--suite", "quick", "--seconds", "1", "--instances", "1", "--blocks", "2", "--table-size", "5000",
+                 "--store", str(store), "--run", "killed")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 1200
+    while time.monotonic() < deadline and proc.poll() is None and stored_samples(store) < 3:
+        time.sleep(0.2)
+    assert proc.poll() is None
+    proc.kill()
+    proc.wait()
+    assert wait_until_gone(paths.runs_dir() / "killed") == [], "a benchmark server outlived pgolab"
+    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    with sqlite3.connect(store) as db:
+        keys = db.execute("SELECT micro, instance, block, label FROM samples WHERE mode = 'qps'").fetchall()
+        excluded = db.execute("SELECT count(*) FROM excluded").fetchone()[0]
+    assert len(keys) == len(set(keys)), "no step stored twice"
+    assert len(keys) == len(suite.QUICK) * 1 * 2 * 2 + 2 * excluded
+    home = Path(os.environ["PGOLAB_HOME"])
+    assert not list((home / "scratch").glob("*")), "no scratch folder is left"
 
 
 # The matrix subset CI runs covers every axis in two builds: gcc, -O3 and PGO in the base (the gcc

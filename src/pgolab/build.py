@@ -28,7 +28,7 @@ from .errors import PgolabError
 from .phases import Phase, PhaseEngine, PhaseState, PrefixedReporter, QuietReporter, Reporter, digest
 from .record import BuildRecord
 from .runner import Runner
-from .server import ServerProcess, initialize_datadir
+from .server import ServerProcess, initialize_datadir, stop_leftovers
 from .sources import SourceTree, tree_digest
 from .stages.bolt import bolt_phases
 from .stages.compile import compile_phases
@@ -171,6 +171,11 @@ class Pipeline:
             self.state.forget_from(retrain_from, list(self.state.phases))
             raise
         return tool.digest(profile_dir)
+
+    def stop_leftovers(self, purpose: str, runner: Runner) -> None:
+        """Before a phase clears what a server of `purpose` writes (a profile folder): a server a
+        killed run left on that data directory is stopped first, so it cannot write afterwards."""
+        stop_leftovers(self.dir / purpose / "data", runner)
 
     def discard(self, server: ServerProcess, purpose: str) -> None:
         """Keep a finished server's error log under logs/ (a crash is explained there), then

@@ -222,10 +222,11 @@ class BoltSteps:
         return {"instrumented_bytes": self.instrumented.stat().st_size}
 
     def train(self) -> dict:
+        runner = self.p.runner("bolt-train")
+        self.p.stop_leftovers("bolt-train", runner)
         # A stale profile of an earlier training must not survive into this one.
         shutil.rmtree(self.profile_dir, ignore_errors=True)
         self.profile_dir.mkdir(parents=True)
-        runner = self.p.runner("bolt-train")
         server = self.p.serve("final", "bolt-train", runner, server_binary=self.instrumented)
         if server.installation.run_as:
             chown_tree(self.profile_dir, server.installation.run_as)

@@ -27,12 +27,13 @@ def pgo_phases(p: "Pipeline") -> list[Phase]:
 
 
 def train(p: "Pipeline") -> dict:
+    runner = p.runner("train")
+    p.stop_leftovers("train", runner)
     shutil.rmtree(p.profile_dir, ignore_errors=True)
     p.profile_dir.mkdir(parents=True)
     installation = p.installation("gen")
     if installation.run_as:
         chown_tree(p.profile_dir, installation.run_as)
-    runner = p.runner("train")
     # The instrumented build is shared: its profile goes to this build's folder.
     env = p.profile_tool.redirect_env(p.instrumented.profile_dir, p.profile_dir)
     server = p.serve("gen", "train", runner, env=env)
