@@ -1,0 +1,21 @@
+#!/bin/bash
+# Issue 9 proof: MariaDB 10.11.18, the 20 published variants plus rel_pgo_use_bolt and
+# rel_lto_pgo_use_clang_bolt, and Debian's mariadbd: cost mode on the full suite, then QPS on the
+# quick suite (two stored runs; the builds are shared, the second matrix finds them up to date).
+# Many hours of building on 2 cores: run it in the background and again after any interrupt.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+OUT=docs/results/mariadb-10.11-matrix
+P=.venv/bin/pgolab
+bash scripts/setup.sh
+S=$($P source mariadb --version 10.11.18)
+V=$($P variants --json | python3 -c 'import json,sys; print(",".join(v["name"] for v in json.load(sys.stdin)))')
+V="$V,rel_pgo_use_bolt,rel_lto_pgo_use_clang_bolt"
+$P matrix "$S" --variants "$V" --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --measure cost \
+  --suite full --run mariadb-matrix-cost --store $OUT/results.sqlite --out $OUT/cost > $OUT/cost.txt
+$P matrix "$S" --variants "$V" --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --measure qps \
+  --suite quick --instances 2 --blocks 4 --seconds 3 --target-ci 3% --max-instances 4 \
+  --run mariadb-matrix-qps --store $OUT/results.sqlite --out $OUT/qps > $OUT/qps.txt
+$P builds --markdown > $OUT/builds.md
+cp "${PGOLAB_HOME:-/var/cache/pgolab}/runs/mariadb-matrix-cost/matrix-timing.jsonl" $OUT/cost-timing.jsonl
+cp "${PGOLAB_HOME:-/var/cache/pgolab}/runs/mariadb-matrix-qps/matrix-timing.jsonl" $OUT/qps-timing.jsonl
