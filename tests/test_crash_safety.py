@@ -114,3 +114,20 @@ def test_a_profile_merged_before_seals_existed_is_sealed_as_it_is(tmp_path):
     (tmp_path / "raw-1.profraw").write_bytes(b"x")
     profiles.require_sealed(tmp_path, clang)
     assert (tmp_path / profiles.SEAL).exists()
+
+
+def test_commands_left_working_in_a_build_are_found_but_not_this_process(tmp_path):
+    build = tmp_path / "build"
+    (build / "src").mkdir(parents=True)
+    left = subprocess.Popen(SLEEPER, cwd=build / "src")      # e.g. a make a killed pgolab started
+    elsewhere = subprocess.Popen(SLEEPER, cwd=tmp_path)
+    try:
+        time.sleep(0.2)
+        assert scratch.processes_under(build) == [left.pid]
+        os.chdir(build)
+        assert os.getpid() not in scratch.processes_under(build)
+    finally:
+        os.chdir("/")
+        for proc in (left, elsewhere):
+            proc.kill()
+            proc.wait()

@@ -19,6 +19,8 @@ import fcntl
 import json
 import os
 import shutil
+import signal
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -134,6 +136,7 @@ class Pipeline:
         except BlockingIOError:
             raise PgolabError(f"another pgolab process is building {self.variant.name} in {self.dir}",
                               hint="wait for it to finish")
+        self.stop_leftover_processes()
         self.state = PhaseState(self.dir / "state.json")
         versions = self.toolchain.versions()
         start = digest(__version__, self.source_digest, self.variant.name, versions,
@@ -171,6 +174,31 @@ class Pipeline:
             self.state.forget_from(retrain_from, list(self.state.phases))
             raise
         return tool.digest(profile_dir)
+
+    def stop_leftover_processes(self, grace: float = 60) -> None:
+        """A killed pgolab leaves its commands running (make, ninja, compilers; servers get SIGTERM
+        from the kernel): they would write into this build beside the re-run. Stop them first:
+        SIGTERM (a server's clean shutdown), then SIGKILL for what is still there after `grace`."""
+        pids = scratch.processes_under(self.dir)
+        if not pids:
+            return
+        runner = self.runner("leftovers")
+        runner.note(f"processes left running in {self.dir} by an earlier run: {pids}; SIGTERM")
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10)):
+            for pid in pids:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline and any(scratch.pid_alive(p) for p in pids):
+                time.sleep(0.2)
+            pids = [p for p in pids if scratch.pid_alive(p)]
+            if not pids:
+                return
+            runner.note(f"still running after {sig.name}: {pids}")
+        raise PgolabError(f"processes {pids} left by an earlier run still run in {self.dir}",
+                          hint=f"stop them (kill -9 {' '.join(map(str, pids))}) and run the same command again")
 
     def stop_leftovers(self, purpose: str, runner: Runner) -> None:
         """Before a phase clears what a server of `purpose` writes (a profile folder): a server a

@@ -63,6 +63,37 @@ def servers_using(path: Path) -> list[int]:
     return found
 
 
+def _ancestors() -> set[int]:
+    pids, pid = set(), os.getpid()
+    while pid > 1:
+        pids.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat[stat.rindex(")") + 2:].split()[1])
+    return pids
+
+
+def processes_under(path: Path) -> list[int]:
+    """Live processes whose working directory is inside `path`: what a killed pgolab left running
+    there (make, ninja, compilers, and servers, which work in their data directory's parent). Not the
+    command line: a server of another build may name this one's binary. Never this process or its
+    ancestors."""
+    mine = _ancestors()
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd == str(path) or cwd.startswith(str(path) + "/"):
+            found.add(int(entry.name))
+    return sorted(p for p in found - mine if pid_alive(p))
+
+
 def sweep() -> list[Path]:
     """Remove the folders of pgolab processes that are gone, unless a server still uses one."""
     removed = []
