@@ -131,3 +131,17 @@ def test_commands_left_working_in_a_build_are_found_but_not_this_process(tmp_pat
         for proc in (left, elsewhere):
             proc.kill()
             proc.wait()
+
+
+def test_a_full_disk_and_an_unwritable_home_are_one_line_with_the_fix():
+    import errno
+    import sqlite3
+
+    from pgolab.errors import from_os_error
+    full = from_os_error(OSError(errno.ENOSPC, "No space left on device", "/var/cache/pgolab/builds/x.o"))
+    assert "disk is full writing /var/cache/pgolab/builds/x.o" in str(full) and "df -h" in full.hint
+    readonly = from_os_error(OSError(errno.EROFS, "Read-only file system", "/var/cache/pgolab/runs"))
+    assert "cannot write /var/cache/pgolab/runs" in str(readonly) and "PGOLAB_HOME" in readonly.hint
+    assert "disk is full" in str(from_os_error(sqlite3.OperationalError("database or disk is full")))
+    assert from_os_error(OSError(errno.ENOENT, "No such file")) is None
+    assert from_os_error(ValueError("x")) is None

@@ -20,7 +20,7 @@ from rich.table import Table
 from . import paths, sources, toolchains
 from . import variants as variants_mod
 from .build import BuildRequest, build as run_build
-from .errors import PgolabError
+from .errors import PgolabError, from_os_error
 from .render import console_for_output, rich_table
 from .runner import Runner
 from .server import stop_all
@@ -81,6 +81,12 @@ def main() -> None:
         app()
     except PgolabError as exc:
         console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False)
+        sys.exit(1)
+    except Exception as exc:
+        known = from_os_error(exc)
+        if known is None:
+            raise
+        console.print(f"[bold red]error:[/bold red] {escape(str(known))}", highlight=False)
         sys.exit(1)
     except KeyboardInterrupt:
         _say_interrupted()
