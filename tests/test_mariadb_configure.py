@@ -14,6 +14,7 @@ import pytest
 from pgolab import sources
 from pgolab.build import Pipeline, BuildRequest
 from pgolab.runner import Runner
+from pgolab.stages.compile import configure
 from pgolab.variants import parse
 from pgolab.workloads import parse_train
 
@@ -46,7 +47,7 @@ def test_configure_with_variant_flags(mariadb_tree, name):
     if variant.pgo == "use" and variant.compiler == "clang":
         # clang reads the merged profile while compiling: give it a real, empty one.
         write_empty_clang_profile(pipeline.profile_dir / "default.profdata")
-    pipeline.configure()
+    configure(pipeline)
     build = pipeline.build_dir("final")
     cache = (build / "CMakeCache.txt").read_text()
     assert "CMAKE_BUILD_TYPE:STRING=Release" in cache
