@@ -4,13 +4,12 @@ Instrumented build, training run (sysbench through the pgsql driver), profile
 merge, optimized build, proof that the profile was used, and a query against
 the optimized server. The gcc run is first killed (SIGKILL) once in each phase,
 to show that no server outlives pgolab and that the re-run continues. The clang
-pipeline runs inside `pgolab matrix`, under BOLT, interrupted during its benchmark.
+pipeline runs inside `pgolab matrix`, under BOLT, killed during its benchmark.
 """
 
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -27,7 +26,7 @@ from pgolab.workloads import parse_train
 
 from conftest import need
 
-TRAIN_SECONDS = 20
+TRAIN_SECONDS = 10
 
 
 @pytest.fixture(scope="module")
@@ -147,38 +146,6 @@ def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tr
     assert json.loads((vdir / "profile-check.json").read_text())["training"] == "mix"
 
 
-@pytest.mark.slow
-def test_a_bench_killed_mid_measurement_resumes_with_one_sample_per_step(pg_tree, tmp_path):
-    """SIGKILL of pgolab during a QPS run on the gcc PGO build and an A/A twin of it: no server is left,
-    and the resumed run stores every step exactly once."""
-    import sqlite3
-
-    from pgolab import paths, suite
-    from pgolab.record import BuildRecord
-    store = tmp_path / "killed.sqlite"
-    postgres = BuildRecord.find("rel_pgo_use", pg_tree.path).server_binary
-    cmd = pgolab("bench", "--base", "rel_pgo_use", "--binary", f"aa={postgres}", "--source", str(pg_tree.path),
-                 "--suite", "quick", "--seconds", "1", "--instances", "1", "--blocks", "2", "--table-size", "5000",
-                 "--store", str(store), "--run", "killed")
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 1200
-    while time.monotonic() < deadline and proc.poll() is None and stored_samples(store) < 3:
-        time.sleep(0.2)
-    assert proc.poll() is None
-    proc.kill()
-    proc.wait()
-    assert wait_until_gone(paths.runs_dir() / "killed") == [], "a benchmark server outlived pgolab"
-    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    with sqlite3.connect(store) as db:
-        keys = db.execute("SELECT micro, instance, block, label FROM samples WHERE mode = 'qps'").fetchall()
-        excluded = db.execute("SELECT count(*) FROM excluded").fetchone()[0]
-    assert len(keys) == len(set(keys)), "no step stored twice"
-    assert len(keys) == len(suite.QUICK) * 1 * 2 * 2 + 2 * excluded
-    home = Path(os.environ["PGOLAB_HOME"])
-    assert not list((home / "scratch").glob("*")), "no scratch folder is left"
-
-
 # The matrix subset CI runs covers every axis in two builds: gcc, -O3 and PGO in the base (the gcc
 # pipeline's build above, same training: found up to date, as CI time needs), and clang with
 # -O2 -fno-omit-frame-pointer, -march=native, LTO, PGO and BOLT in the other.
@@ -198,20 +165,21 @@ def stored_samples(store_path: Path) -> int:
 
 
 @pytest.mark.slow
-def test_matrix_covers_every_axis_survives_an_interrupt_and_bolts_a_clang_pgo_build(pg_tree, tmp_path):
+def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_clang_pgo_build(pg_tree, tmp_path):
     store = tmp_path / "matrix.sqlite"
     cmd = pgolab("matrix", str(pg_tree.path), "--variants", MATRIX_VARIANT, "--base", MATRIX_BASE,
                  "--train-seconds", str(TRAIN_SECONDS), "--suite", "quick", "--seconds", "1", "--instances", "1",
                  "--blocks", "2", "--table-size", "5000", "--store", str(store), "--run", "ci-matrix")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # SIGKILL in the middle of the benchmark: no server may outlive pgolab, no step may be lost or doubled.
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 3600
     while time.monotonic() < deadline and proc.poll() is None and stored_samples(store) < 4:
-        time.sleep(2)
-    assert proc.poll() is None, proc.stdout.read()
-    proc.send_signal(signal.SIGINT)
-    first = proc.communicate(timeout=300)[0]
-    assert proc.returncode == 130 and "interrupted" in first, first
+        time.sleep(0.2)
+    assert proc.poll() is None, "the matrix ended before its benchmark stored 4 samples"
+    proc.kill()
+    proc.wait()
+    from pgolab import paths
+    assert wait_until_gone(paths.runs_dir() / "ci-matrix") == [], "a benchmark server outlived pgolab"
     kept = stored_samples(store)
     assert kept >= 4
 
@@ -222,6 +190,15 @@ def test_matrix_covers_every_axis_survives_an_interrupt_and_bolts_a_clang_pgo_bu
     for label in (MATRIX_BASE, MATRIX_VARIANT):
         assert f"{label}: up to date" in output, label          # nothing was built twice
     assert stored_samples(store) > kept
+    import sqlite3
+
+    from pgolab import suite
+    with sqlite3.connect(store) as db:
+        keys = db.execute("SELECT micro, instance, block, label FROM samples WHERE mode = 'qps'").fetchall()
+        excluded = db.execute("SELECT count(*) FROM excluded").fetchone()[0]
+    assert len(keys) == len(set(keys)), "no step stored twice"
+    assert len(keys) == len(suite.QUICK) * 1 * 2 * 2 + 2 * excluded, "no step lost"
+    assert not list((Path(os.environ["PGOLAB_HOME"]) / "scratch").glob("*")), "no scratch folder is left"
 
     from pgolab import report
     from pgolab.record import BuildRecord
