@@ -145,3 +145,18 @@ def test_a_full_disk_and_an_unwritable_home_are_one_line_with_the_fix():
     assert "disk is full" in str(from_os_error(sqlite3.OperationalError("database or disk is full")))
     assert from_os_error(OSError(errno.ENOENT, "No such file")) is None
     assert from_os_error(ValueError("x")) is None
+
+
+def test_a_killed_runs_compiler_in_a_build_folder_is_stopped_before_the_rerun(tmp_path, monkeypatch):
+    """Pipeline.stop_leftover_processes on a stand-in for a make a killed pgolab left in its folder."""
+    from pgolab.build import Pipeline
+    folder = tmp_path / "build"
+    (folder / "final" / "build").mkdir(parents=True)
+    left = subprocess.Popen(SLEEPER, cwd=folder / "final" / "build")
+    time.sleep(0.2)
+    pipeline = Pipeline.__new__(Pipeline)          # only the folder and its logs are needed here
+    pipeline.dir, pipeline.logs = folder, folder / "logs"
+    pipeline.variant = type("V", (), {"pgo": "none"})()
+    pipeline.stop_leftover_processes(grace=5)
+    assert left.poll() is not None
+    assert "left running" in (folder / "logs" / "leftovers.log").read_text()

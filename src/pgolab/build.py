@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import signal
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -185,15 +184,7 @@ class Pipeline:
         runner = self.runner("leftovers")
         runner.note(f"processes left running in {self.dir} by an earlier run: {pids}; SIGTERM")
         for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10)):
-            for pid in pids:
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline and any(scratch.pid_alive(p) for p in pids):
-                time.sleep(0.2)
-            pids = [p for p in pids if scratch.pid_alive(p)]
+            pids = scratch.signal_and_wait(pids, sig, wait)
             if not pids:
                 return
             runner.note(f"still running after {sig.name}: {pids}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import time
 from pathlib import Path
 
 from . import paths
@@ -39,6 +40,19 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rindex(")") + 2:][:1] != "Z"
+
+
+def signal_and_wait(pids: list[int], sig: int, timeout: float) -> list[int]:
+    """Send `sig` to each process and wait up to `timeout` seconds for all to end; those still alive."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
+        time.sleep(0.2)
+    return [p for p in pids if pid_alive(p)]
 
 
 def _owner(folder: Path) -> int | None:

@@ -47,15 +47,7 @@ def stop_leftovers(path: Path, runner: Runner, timeout: float = 120) -> None:
     if not pids:
         return
     runner.note(f"servers left running on {path} by an earlier run: pids {pids}; sending SIGTERM")
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(scratch.pid_alive(p) for p in pids):
-        time.sleep(0.5)
-    alive = [p for p in pids if scratch.pid_alive(p)]
+    alive = scratch.signal_and_wait(pids, signal.SIGTERM, timeout)
     if alive:
         raise PgolabError(f"server processes {alive} still run on {path} after SIGTERM",
                           hint=f"stop them (kill {' '.join(map(str, alive))}) and run the same command again")
