@@ -29,7 +29,7 @@ from .errors import PgolabError
 from .phases import Phase, PhaseEngine, PhaseState, PrefixedReporter, QuietReporter, Reporter, digest
 from .record import BuildRecord
 from .runner import Runner
-from .server import ServerProcess, initialize_datadir, stop_leftovers
+from .server import ServerProcess, initialize_datadir
 from .sources import SourceTree, tree_digest
 from .stages.bolt import bolt_phases
 from .stages.compile import compile_phases
@@ -191,18 +191,15 @@ class Pipeline:
         raise PgolabError(f"processes {pids} left by an earlier run still run in {self.dir}",
                           hint=f"stop them (kill -9 {' '.join(map(str, pids))}) and run the same command again")
 
-    def stop_leftovers(self, purpose: str, runner: Runner) -> None:
-        """Before a phase clears what a server of `purpose` writes (a profile folder): a server a
-        killed run left on that data directory is stopped first, so it cannot write afterwards."""
-        stop_leftovers(self.dir / purpose / "data", runner)
-
-    def discard(self, server: ServerProcess, purpose: str) -> None:
+    def discard(self, server: ServerProcess, purpose: str) -> Path:
         """Keep a finished server's error log under logs/ (a crash is explained there), then
-        remove its private run directory."""
+        remove its private run directory; returns where the log is kept."""
+        kept = self.logs / f"{purpose}-server-error.log"
         if server.error_log.exists():
             self.logs.mkdir(parents=True, exist_ok=True)
-            shutil.copy(server.error_log, self.logs / f"{purpose}-server-error.log")
+            shutil.copy(server.error_log, kept)
         shutil.rmtree(server.rundir, ignore_errors=True)
+        return kept
 
     def installation(self, stage: str):
         return self.target.installation(self.request.source.path, self.build_dir(stage), self.install_dir(stage))

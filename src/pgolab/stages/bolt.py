@@ -25,11 +25,10 @@ from typing import TYPE_CHECKING
 
 from ..errors import PgolabError
 from ..phases import Phase
-from ..profiles import ConsumptionCheck, RawProfileStats, raw_stats, seal
+from ..profiles import ConsumptionCheck, seal
 from ..runner import Runner
-from ..targets.base import chown_tree
 from ..toolchains import LLVM_VERSION, require, tool
-from ..workloads import run_training
+from .pgo import train_into
 
 if TYPE_CHECKING:
     from ..build import Pipeline
@@ -222,28 +221,8 @@ class BoltSteps:
         return {"instrumented_bytes": self.instrumented.stat().st_size}
 
     def train(self) -> dict:
-        runner = self.p.runner("bolt-train")
-        self.p.stop_leftovers("bolt-train", runner)
-        # A stale profile of an earlier training must not survive into this one.
-        shutil.rmtree(self.profile_dir, ignore_errors=True)
-        self.profile_dir.mkdir(parents=True)
-        server = self.p.serve("final", "bolt-train", runner, server_binary=self.instrumented)
-        if server.installation.run_as:
-            chown_tree(self.profile_dir, server.installation.run_as)
-            chown_tree(self.dir, server.installation.run_as)
-        try:
-            with server:
-                covered = run_training(server, self.p.request.train, runner)
-        finally:
-            self.p.discard(server, "bolt-train")
-        stats: RawProfileStats = raw_stats(self.profile_dir, self.tool)
-        if stats.files == 0:
-            raise PgolabError(f"the BOLT training wrote no profile in {self.profile_dir}", log=server.error_log,
-                              hint="the instrumented server must exit through its own shutdown; see its error log")
-        for text in covered:
-            self.p.reporter.message(text)
-        self.p.reporter.message(f"BOLT training wrote {stats.describe()}")
-        return {"raw_files": stats.files, "raw_bytes": stats.bytes}
+        return train_into(self.p, "final", "bolt-train", self.profile_dir, self.tool,
+                          server_binary=self.instrumented)
 
     def merge(self) -> dict:
         result = self.tool.merge(self.profile_dir, self.p.runner("bolt-merge"))

@@ -4,10 +4,11 @@ compile with it, and prove the compile used it."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..phases import Phase
-from ..profiles import raw_stats, require_raw_profiles, require_used, seal
+from ..profiles import ProfileTool, raw_stats, require_raw_profiles, require_used, seal
 from ..targets.base import chown_tree
 from ..workloads import run_training
 from .compile import compile_phases
@@ -27,25 +28,31 @@ def pgo_phases(p: "Pipeline") -> list[Phase]:
 
 
 def train(p: "Pipeline") -> dict:
-    runner = p.runner("train")
-    p.stop_leftovers("train", runner)
-    shutil.rmtree(p.profile_dir, ignore_errors=True)
-    p.profile_dir.mkdir(parents=True)
-    installation = p.installation("gen")
-    if installation.run_as:
-        chown_tree(p.profile_dir, installation.run_as)
     # The instrumented build is shared: its profile goes to this build's folder.
     env = p.profile_tool.redirect_env(p.instrumented.profile_dir, p.profile_dir)
-    server = p.serve("gen", "train", runner, env=env)
+    return train_into(p, "gen", "train", p.profile_dir, p.profile_tool, env=env)
+
+
+def train_into(p: "Pipeline", stage: str, purpose: str, profile_dir: Path, tool: ProfileTool,
+               env: dict | None = None, server_binary: Path | None = None) -> dict:
+    """The training load on a server of `stage` whose profile goes to `profile_dir`, emptied first so
+    that nothing of an earlier training survives (PGO's training, and BOLT's with its instrumented copy).
+    Servers an earlier, killed run left in this build were stopped when the build started."""
+    shutil.rmtree(profile_dir, ignore_errors=True)
+    profile_dir.mkdir(parents=True)
+    runner = p.runner(purpose)
+    server = p.serve(stage, purpose, runner, env=env, server_binary=server_binary)
+    if server.installation.run_as:
+        chown_tree(profile_dir, server.installation.run_as)
     try:
         with server:
             covered = run_training(server, p.request.train, runner)
     finally:
-        p.discard(server, "train")
-    stats = require_raw_profiles(p.profile_dir, p.profile_tool, server.error_log)
+        error_log = p.discard(server, purpose)
+    stats = require_raw_profiles(profile_dir, tool, error_log)
     for text in covered:
         p.reporter.message(text)
-    p.reporter.message(f"training wrote {stats.describe()}")
+    p.reporter.message(f"{purpose} wrote {stats.describe()}")
     return {"raw_files": stats.files, "raw_bytes": stats.bytes, "covered": covered}
 
 
