@@ -31,6 +31,9 @@ PACKAGES=(
   sysbench mariadb-server mariadb-client
   postgresql-15 postgresql-client-15
   valgrind procps xz-utils
+  # MySQL builds use these system libraries instead of their bundled copies (targets/mysql.py).
+  libssl-dev zlib1g-dev libzstd-dev liblz4-dev libicu-dev libedit-dev
+  libprotobuf-dev libprotoc-dev protobuf-compiler libnuma-dev libcurl4-openssl-dev libldap-dev
 )
 $SUDO apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}"
 

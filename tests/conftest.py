@@ -23,6 +23,15 @@ def need(program: str) -> None:
         pytest.fail(f"{program} is not installed: run scripts/setup-system.sh")
 
 
+def write_empty_clang_profile(target: Path) -> None:
+    """A real, empty merged clang profile: what a clang -fprofile-use configure needs to exist."""
+    import subprocess
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = target.with_suffix(".proftext")
+    text.write_text("# IR level Instrumentation Flag\n:ir\n")
+    subprocess.run(["llvm-profdata-16", "merge", "-o", str(target), str(text)], check=True)
+
+
 def pytest_unconfigure(config):
     home = getattr(config, "_pgolab_temp_home", None)
     if home:

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from pgolab import sources
+from pgolab import sources, debian
 from pgolab.build import Pipeline, BuildRequest
 from pgolab.runner import Runner
 from pgolab.stages.compile import configure
 from pgolab.variants import parse
 from pgolab.workloads import parse_train
 
-from conftest import need
+from conftest import need, write_empty_clang_profile
 
 # Two configures cover every axis: gcc and clang; o2nofp and -O3; native; LTO with each
 # compiler's archiver; PGO instrumented (gcc) and optimized (clang).
@@ -28,14 +28,7 @@ AXES_SUBSET = ["rel_o2nofp_native_lto_pgo_gen", "rel_lto_pgo_use_clang"]
 @pytest.fixture(scope="module")
 def mariadb_tree(tmp_path_factory):
     need("apt-get")
-    return sources.fetch_debian("mariadb", None, Runner(tmp_path_factory.mktemp("src") / "source.log"))
-
-
-def write_empty_clang_profile(target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = target.with_suffix(".proftext")
-    text.write_text("# IR level Instrumentation Flag\n:ir\n")
-    subprocess.run(["llvm-profdata-16", "merge", "-o", str(target), str(text)], check=True)
+    return debian.fetch("mariadb", None, Runner(tmp_path_factory.mktemp("src") / "source.log"))
 
 
 @pytest.mark.slow

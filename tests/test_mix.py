@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pgolab.mix import CLASSES, MYSQL_ENGINES, MixOptions
+from pgolab.mix import CLASSES, ENGINES, MixOptions
 from pgolab.runner import Runner
 from pgolab.server import ServerProcess, initialize_datadir
 from pgolab.targets import MariaDBInstallation, PostgreSQLInstallation
@@ -37,7 +37,7 @@ def test_mix_on_debian_mariadb_covers_every_class(tmp_path):
         report = run_mix(server, OPTIONS, runner)
     assert report.errors == []
     assert set(report.counts) == set(CLASSES) | {"ddl"}
-    for engine in MYSQL_ENGINES:
+    for engine in ENGINES["mariadb"]:
         assert report.coverage[f"mix_{engine.lower()}_t"] > 0
     for mode in ("off", "STATEMENT", "MIXED", "ROW"):
         assert report.coverage[f"binlog_{mode}"] > 0
@@ -51,6 +51,11 @@ def test_mix_on_debian_mariadb_covers_every_class(tmp_path):
     # The client's count of commits and rollbacks is what the server saw (at least).
     assert c["Com_commit"] >= report.counts["txn_commit"]
     assert c["Com_rollback"] >= report.counts["txn_rollback"]
+    # Prepared once per connection and statement text, then executed again and again (as sysbench
+    # does); and the binary-log mode is SET only when it changes, not before every statement.
+    assert c["Com_stmt_execute"] >= 3 * c["Com_stmt_prepare"], c
+    statements = sum(report.counts.values())
+    assert c["Com_set_option"] < statements / 2, (c["Com_set_option"], statements)
 
 
 @pytest.mark.slow

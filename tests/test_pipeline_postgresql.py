@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pgolab import profiles, sources
+from pgolab import profiles, sources, debian
 from pgolab.build import BuildRequest, variant_dir
 from pgolab.quality import profile_check
 from pgolab.runner import Runner
@@ -33,7 +33,7 @@ TRAIN_SECONDS = 10
 def pg_tree(tmp_path_factory):
     need("apt-get")
     need("sysbench")
-    return sources.fetch_debian("postgresql", None, Runner(tmp_path_factory.mktemp("src") / "source.log"))
+    return debian.fetch("postgresql", None, Runner(tmp_path_factory.mktemp("src") / "source.log"))
 
 
 def pgolab(*args: str) -> list[str]:

@@ -2,7 +2,7 @@ import tarfile
 
 import pytest
 
-from pgolab import sources
+from pgolab import debian, sources
 from pgolab.errors import PgolabError
 
 
@@ -66,4 +66,42 @@ def test_tree_digest_changes_when_a_file_changes(tmp_path):
 
 
 def test_upstream_version_strips_epoch_and_debian_revision():
-    assert sources._upstream("1:10.11.18-0+deb12u1") == "10.11.18"
+    assert debian.upstream_version("1:10.11.18-0+deb12u1") == "10.11.18"
+
+
+MADISON = """\
+   mariadb | 1:11.8.9+ds-4 | http://deb.debian.org/debian sid/main Sources
+   mariadb | 1:11.8.6-0+deb13u1 | http://deb.debian.org/debian trixie/main Sources
+   mariadb | 1:10.11.18-0+deb12u1 | http://deb.debian.org/debian bookworm/main Sources
+ mysql-9.7 | 9.7.4-2 | http://deb.debian.org/debian sid/main Sources
+ mysql-9.7 | 9.7.2-4 | http://deb.debian.org/debian sid/main Sources
+"""
+
+
+def test_madison_lines_give_package_version_and_suite():
+    listed = debian.parse_madison(MADISON)
+    assert listed[1] == debian.Listed("mariadb", "1:11.8.6-0+deb13u1", "trixie")
+    assert [e.suite for e in listed] == ["sid", "trixie", "bookworm", "sid", "sid"]
+
+
+def test_choice_prefers_debian_12_unless_a_version_is_asked_for():
+    listed = debian.parse_madison(MADISON)
+    mariadb = [e for e in listed if e.package == "mariadb"]
+    assert [e.upstream for e in debian.choose(mariadb, None)] == ["10.11.18"]
+    assert [e.upstream for e in debian.choose(mariadb, "11.8")] == ["11.8.9+ds", "11.8.6"]
+    assert [e.upstream for e in debian.choose(mariadb, "11.8.6")] == ["11.8.6"]
+    assert [e.upstream for e in debian.choose(mariadb, "11")] == ["11.8.9+ds", "11.8.6"]
+    assert debian.choose(mariadb, "1") == []            # 1 is not a prefix of 10.11 or 11.8
+    mysql = [e for e in listed if e.package == "mysql-9.7"]
+    # Not in Debian 12 at all: newest first, so a listed-but-404 9.7.4 falls back to 9.7.2.
+    assert [e.version for e in debian.choose(mysql, None)] == ["9.7.4-2", "9.7.2-4"]
+
+
+def test_private_apt_options_point_only_at_its_own_folder(tmp_path):
+    apt = debian.PrivateApt(tmp_path)
+    opts = dict(o.split("=", 1) for o in apt.options() if o != "-o")
+    assert opts["Dir::Etc::SourceList"] == "/dev/null"
+    for key in ("Dir::Etc::SourceParts", "Dir::State::Lists", "Dir::Cache"):
+        assert opts[key].startswith(str(tmp_path))
+    text = apt.sources_text()
+    assert "Types: deb-src\n" in text and "Types: deb\n" not in text

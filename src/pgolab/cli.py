@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import paths, sources, toolchains
+from . import debian, paths, sources, toolchains
 from . import variants as variants_mod
 from .build import BuildRequest, build as run_build
 from .errors import PgolabError, from_os_error
@@ -106,8 +106,8 @@ def _runner(name: str) -> Runner:
 
 def _resolve_source(source: str) -> sources.SourceTree:
     """A source directory, a tarball, or a server name to fetch from Debian."""
-    if source in sources.DEBIAN_SOURCE_PACKAGES and not Path(source).exists():
-        return sources.fetch_debian(source, None, _runner("source"))
+    if source in debian.SOURCE_PACKAGES and not Path(source).exists():
+        return debian.fetch(source, None, _runner("source"))
     return sources.detect(Path(source))
 
 
@@ -133,15 +133,20 @@ def doctor() -> None:
 
 
 @app.command()
-def source(server: str = typer.Argument(..., help="mariadb or postgresql (fetched from Debian), "
+def source(server: str = typer.Argument(..., help="mariadb, mysql or postgresql (fetched from Debian), "
                                                   "or a directory/tarball to recognise"),
-           version: Optional[str] = typer.Option(None, "--version", help="Debian or upstream version")) -> None:
-    """Get a source tree from Debian's source packages (or recognise one you have) and print its path."""
+           version: Optional[str] = typer.Option(None, "--version",
+                                                 help="Debian or upstream version, or its start (17, 11.8); "
+                                                      "default: Debian 12's, else the newest served")) -> None:
+    """Get a source tree from Debian's source packages (or recognise one you have) and print its path.
+
+    Debian 12, 13 (trixie) and unstable (sid) are searched through pgolab's own apt configuration
+    under its home; the machine's apt sources are not changed."""
     if Path(server).exists():
         tree = sources.detect(Path(server))
     else:
-        tree = sources.fetch_debian(server, version, _runner("source"))
-    console.print(f"{tree.server} {tree.version}")
+        tree = debian.fetch(server, version, _runner("source"))
+    console.print(f"{tree.server} {tree.version}" + (f" ({tree.origin})" if tree.origin else ""))
     out.print(str(tree.path))
 
 

@@ -2,11 +2,13 @@
 
 Each server runs under valgrind's callgrind with cache and branch simulation, with a
 fixed cache geometry so that figures compare across hosts. Only statement execution
-is counted: collection is toggled on inside the server's command dispatch function
-(MariaDB/MySQL `dispatch_command`; PostgreSQL's per-message handlers), so background
-threads and connection start-up add nothing. A binary without that symbol falls back
-to counting everything between zeroing and dumping the counters around the run
-(method "window"); the method is recorded with every sample.
+is counted: collection is toggled on inside the server's command function (MariaDB/MySQL
+`dispatch_command`, else `do_command`; PostgreSQL's `PostgresMain`), so background threads
+and connection start-up add nothing. Every target of a run counts the same function: the
+first candidate that every binary has and that a probe query shows being entered (clang's
+LTO+PGO build of MariaDB inlines `dispatch_command` into `do_command`, leaving an exported
+copy nothing calls). With none, the run counts everything between zeroing and dumping the
+counters around the measured run (method "window"); the method is recorded with every sample.
 
 MariaDB/MySQL are one process: the counters are zeroed before the measured run and
 dumped after it (callgrind_control), the warm-up before it having warmed the simulated
@@ -97,6 +99,13 @@ def has_symbol(binary: Path, symbol: str) -> bool:
         if re.search(rf"\b{re.escape(symbol)}\b", out):
             return True
     return False
+
+
+@dataclass(frozen=True)
+class CostEntry:
+    """A function collection can be toggled on in: callgrind's pattern and the symbol `nm` shows."""
+    toggle: str
+    symbol: str
 
 
 def valgrind_wrapper(out_dir: Path, entry_points: tuple[str, ...] | None) -> list[str]:
@@ -206,9 +215,15 @@ class CostExecutor:
         # One method for every target, or their counts would not compare: the toggle needs the
         # dispatch symbol in every binary; one without it puts the whole run on the window method.
         insts = {label: fleet.targets[label].installation for label in labels}
-        toggle = all(has_symbol(i.server_binary, i.cost_symbol) for i in insts.values())
-        self.entry_points: dict[str, tuple[str, ...] | None] = {
-            label: (i.cost_entry_points if toggle else None) for label, i in insts.items()}
+        # Candidates every binary has, in the recipe's order; probed when the servers first start.
+        self.candidates: list[dict[str, CostEntry]] = []
+        for rank in range(max(len(i.cost_entry_points) for i in insts.values())):
+            chosen = {label: i.cost_entry_points[min(rank, len(i.cost_entry_points) - 1)] for label, i in insts.items()}
+            if all(has_symbol(insts[label].server_binary, entry.symbol) for label, entry in chosen.items()):
+                self.candidates.append(chosen)
+        self.probed = False
+        self.entry_points: dict[str, tuple[str, ...] | None] = {}
+        self._use_candidate()
         self.out_dirs: dict[str, Path] = {}
         for label, inst in insts.items():
             out = fleet.workdir / "callgrind" / label
@@ -219,10 +234,42 @@ class CostExecutor:
         self.control = CallgrindControl(fleet.runner("callgrind"))
         self.long_lived: dict[str, set[int]] = {}   # a postmaster's own children (checkpointer, ...)
 
+    def _use_candidate(self) -> None:
+        """The next candidate entry for every target, or the window method when none is left."""
+        chosen = self.candidates.pop(0) if self.candidates else {}
+        self.entry_points = {label: ((chosen[label].toggle,) if label in chosen else None) for label in self.labels}
+
     def method(self, label: str) -> str:
         return method_name(self.entry_points[label], self.fleet.targets[label].installation.forks_backends)
 
     def start_instance(self, micro: Micro, instance: int) -> None:
+        self._start_servers()
+        while not self.probed:
+            not_entered = self._labels_not_entering_toggle()
+            if not not_entered:
+                self.probed = True
+                break
+            self.fleet.runner("callgrind").note(
+                f"cost: {', '.join(not_entered)} never entered {self.method(not_entered[0])}; next candidate")
+            self.fleet.stop()
+            self._use_candidate()
+            self._start_servers()
+
+    def _labels_not_entering_toggle(self) -> list[str]:
+        """A probe query on each one-process server with a toggle: did callgrind count anything?"""
+        missing = []
+        for label in self.labels:
+            server = self.fleet.servers[label]
+            if self.entry_points[label] is None or server.installation.forks_backends:
+                continue
+            before = set(self.out_dirs[label].glob("callgrind.out.*"))
+            server.query("SELECT 1", what="cost probe")
+            self.control.dump(server.proc.pid)
+            if Counts.of_files(new_files(self.out_dirs[label], before)).get("Ir") <= 0:
+                missing.append(label)
+        return missing
+
+    def _start_servers(self) -> None:
         for label in self.labels:
             server = self.fleet.servers.get(label)
             if server is None or server.proc is None or server.proc.poll() is not None:

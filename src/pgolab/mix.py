@@ -2,8 +2,10 @@
 
 A broad load trains the paths a benchmark does not see too, and protects them
 from regressions; a narrow copy of the benchmark does not. For MariaDB/MySQL it
-covers InnoDB, Aria and MyISAM; binary log off, STATEMENT, MIXED and ROW;
-prepared statements (binary protocol) and text queries; several connections;
+covers InnoDB, MyISAM and Aria (MariaDB) or MEMORY (MySQL); binary log off,
+STATEMENT, MIXED and ROW (those the server still accepts); prepared statements
+(binary protocol, each prepared once per connection and executed many times, as
+sysbench does) and text queries; several connections;
 DDL; single and multi-row inserts; point and range selects by primary and
 secondary key; joins; aggregates; ORDER BY, GROUP BY, DISTINCT; subqueries;
 indexed and non-indexed updates; deletes; transactions that commit and roll
@@ -23,7 +25,8 @@ from dataclasses import dataclass, field
 from .errors import PgolabError
 
 MIX_DATABASE = "pgolab_mix"
-MYSQL_ENGINES = ("InnoDB", "Aria", "MyISAM")
+# The storage engines the mix spreads its tables over: MySQL has no Aria.
+ENGINES = {"mariadb": ("InnoDB", "Aria", "MyISAM"), "mysql": ("InnoDB", "MyISAM", "MEMORY")}
 BINLOG_MODES = ("off", "STATEMENT", "MIXED", "ROW")
 
 # class -> (weight, is a SELECT). Weights favour reads like a typical OLTP load.
@@ -120,6 +123,7 @@ class _Mix:
     def execute(self, conn, sql: str, params: tuple, prepared: bool) -> None: raise NotImplementedError
     def ddl(self, conn, worker: int, step: int) -> None: raise NotImplementedError
     def begin(self, conn): self.execute(conn, "BEGIN", (), False)
+    def close(self, conn) -> None: conn.close()
 
     # shared ---------------------------------------------------------------
     def run(self) -> MixReport:
@@ -181,7 +185,7 @@ class _Mix:
                         self.report.errors.append(f"{cls} on {table}: {exc}")
                 step += 1
         finally:
-            conn.close()
+            self.close(conn)
             with self.lock:
                 self.report.counts.update(counts)
                 self.report.coverage.update(coverage)
@@ -222,6 +226,10 @@ class MySQLMix(_Mix):
     def __init__(self, socket: str, options: MixOptions, server: str = "mariadb"):
         self.socket = socket
         self.server = server
+        self.engines = ENGINES[server]
+        self.binlog_modes: tuple[str, ...] = BINLOG_MODES   # narrowed to what the server accepts
+        self.session_mode: dict[int, str] = {}               # worker -> binlog mode its session is in
+        self.prepared: dict[int, dict[str, tuple]] = {}      # id(connection) -> text -> (prepared cursor, text)
         super().__init__(options)
 
     def connect(self, database: str | None = MIX_DATABASE):
@@ -231,11 +239,12 @@ class MySQLMix(_Mix):
         return conn
 
     def tables(self):
-        return [(f"mix_{e.lower()}_t", f"mix_{e.lower()}_u") for e in MYSQL_ENGINES]
+        return [(f"mix_{e.lower()}_t", f"mix_{e.lower()}_u") for e in self.engines]
 
     def create_tables(self, conn, rng):
         cur = conn.cursor()
-        for e in MYSQL_ENGINES:
+        self.binlog_modes = tuple(m for m in BINLOG_MODES if self._accepts_binlog_mode(cur, m))
+        for e in self.engines:
             t, u = f"mix_{e.lower()}_t", f"mix_{e.lower()}_u"
             cur.execute(f"DROP TABLE IF EXISTS {t}, {u}")
             cur.execute(f"CREATE TABLE {t} (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, c VARCHAR(120), "
@@ -260,25 +269,56 @@ class MySQLMix(_Mix):
         conn.close()
         return {k: int(status.get(k, 0) or 0) for k in self.COUNTERS}
 
-    def session_setup(self, conn, worker, step, rng):
-        mode = BINLOG_MODES[(step // 7 + worker) % len(BINLOG_MODES)]
-        cur = conn.cursor()
+    @staticmethod
+    def _accepts_binlog_mode(cur, mode: str) -> bool:
+        """MySQL deprecates binlog_format; a server that refuses a format is trained without it."""
         if mode == "off":
-            cur.execute("SET SESSION sql_log_bin = 0")
-        else:
-            cur.execute("SET SESSION sql_log_bin = 1")
+            return True
+        try:
             cur.execute(f"SET SESSION binlog_format = '{mode}'")
-        cur.close()
+            return True
+        except Exception:   # noqa: BLE001  -- the server's refusal is the answer
+            return False
+
+    def session_setup(self, conn, worker, step, rng):
+        """Switch the session's binary-log mode every 7 statements; SET only when it changes."""
+        mode = self.binlog_modes[(step // 7 + worker) % len(self.binlog_modes)]
+        if self.session_mode.get(worker) != mode:
+            cur = conn.cursor()
+            if mode == "off":
+                cur.execute("SET SESSION sql_log_bin = 0")
+            else:
+                if self.session_mode.get(worker, "off") == "off":
+                    cur.execute("SET SESSION sql_log_bin = 1")
+                cur.execute(f"SET SESSION binlog_format = '{mode}'")
+            cur.close()
+            self.session_mode[worker] = mode
         return f"binlog_{mode}"
 
     def execute(self, conn, sql, params, prepared):
-        cur = conn.cursor(prepared=True) if prepared and params else conn.cursor()
+        if prepared and params:
+            # One prepared statement per connection and text, executed again and again.
+            cursors = self.prepared.setdefault(id(conn), {})
+            if sql not in cursors:
+                cursors[sql] = (conn.cursor(prepared=True), sql)
+            # The connector re-prepares unless it is handed the very same string object again.
+            cur, same_text = cursors[sql]
+            cur.execute(same_text, params)
+            if cur.with_rows:
+                cur.fetchall()
+            return
+        cur = conn.cursor()
         try:
             cur.execute(sql, params or ())
             if cur.with_rows:
                 cur.fetchall()
         finally:
             cur.close()
+
+    def close(self, conn) -> None:
+        for cur, _ in self.prepared.pop(id(conn), {}).values():
+            cur.close()
+        conn.close()
 
     def begin(self, conn):
         self.execute(conn, "START TRANSACTION", (), False)

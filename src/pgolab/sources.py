@@ -12,10 +12,7 @@ from pathlib import Path
 
 from . import paths
 from .errors import PgolabError
-from .runner import Runner
 
-# Server name -> Debian source package.
-DEBIAN_SOURCE_PACKAGES = {"mariadb": "mariadb", "postgresql": "postgresql-15"}
 SUPPORTED = "MariaDB 10.x/11.x, MySQL 8.0/8.4, PostgreSQL"
 
 
@@ -24,6 +21,7 @@ class SourceTree:
     path: Path
     server: str    # mariadb | mysql | postgresql
     version: str
+    origin: str = ""   # where it came from, e.g. "Debian trixie, source package version ..."
 
     @property
     def label(self) -> str:
@@ -140,66 +138,3 @@ def tree_digest(tree: Path) -> str:
                 continue
             h.update(f"{p.relative_to(tree)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
-
-
-# --- Debian source packages -------------------------------------------------
-
-def listed_versions(package: str, runner: Runner) -> list[str]:
-    """Versions of a source package apt knows, newest first."""
-    out = runner.run(["apt-cache", "showsrc", package], check=False, what="apt-cache showsrc").output
-    versions = re.findall(r"^Version:\s*(\S+)", out, flags=re.M)
-    if not versions:
-        raise PgolabError(f"apt knows no source package {package!r}",
-                          hint="run scripts/setup-system.sh (it adds a deb-src entry and runs apt-get update)")
-    # apt-cache lists them in its own order; sort with dpkg's comparison.
-    import functools
-    import subprocess
-
-    def cmp(a: str, b: str) -> int:
-        if subprocess.run(["dpkg", "--compare-versions", a, "gt", b]).returncode == 0:
-            return -1
-        return 0 if a == b else 1
-    return sorted(dict.fromkeys(versions), key=functools.cmp_to_key(cmp))
-
-
-def fetch_debian(server: str, version: str | None, runner: Runner) -> SourceTree:
-    """apt-get source, falling back through listed versions until one downloads."""
-    if server not in DEBIAN_SOURCE_PACKAGES:
-        raise PgolabError(f"pgolab cannot fetch {server} sources from Debian",
-                          hint=f"bring the tree yourself: --source DIR or a tarball "
-                               f"(Debian packages only {', '.join(DEBIAN_SOURCE_PACKAGES)})")
-    package = DEBIAN_SOURCE_PACKAGES[server]
-    candidates = listed_versions(package, runner)
-    if version:
-        matching = [v for v in candidates if v == version or _upstream(v) == version]
-        if not matching:
-            raise PgolabError(f"version {version} of {package} is not listed by apt",
-                              hint=f"listed: {', '.join(candidates)}")
-        candidates = matching
-    errors = []
-    for v in candidates:
-        dest = paths.sources_dir() / f"{package}_{_upstream(v)}"
-        done = dest / ".pgolab-debian-version"
-        if done.exists() and done.read_text().strip() == v:
-            return detect(dest)
-        download = paths.sources_dir() / "downloads" / f"{package}_{v.replace(':', '_')}"
-        download.mkdir(parents=True, exist_ok=True)
-        result = runner.run(["apt-get", "source", "--download-only", f"{package}={v}"], cwd=download,
-                            check=False, what="apt-get source")
-        dscs = list(download.glob("*.dsc"))
-        if result.returncode != 0 or not dscs:
-            # Typically the security suite: listed, but its sources are not served.
-            errors.append(f"{v}: download failed")
-            continue
-        shutil.rmtree(dest, ignore_errors=True)
-        runner.run(["dpkg-source", "--no-check", "-x", dscs[0], dest], what="dpkg-source -x")
-        done.write_text(v + "\n")
-        return detect(dest)
-    raise PgolabError(f"no listed version of {package} could be downloaded",
-                      detail="\n".join(errors), log=runner.log_path,
-                      hint="check the deb-src entries (scripts/setup-system.sh) or bring a tree with --source")
-
-
-def _upstream(debian_version: str) -> str:
-    v = debian_version.split(":", 1)[-1]
-    return v.rsplit("-", 1)[0]

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..errors import PgolabError
 from ..runner import Runner
 from ..variants import FlagSet, Variant
+from ..cost import CostEntry
 from .base import Cmd, cmake_flags_include, cmake_tool_args
 
 # The one place that says what a pgolab MariaDB build leaves out. InnoDB, Aria
@@ -115,8 +116,8 @@ class MariaDBInstallation:
     server: str = "mariadb"
     run_as: str | None = None   # mariadbd runs as root with --user=root
     # Cost mode counts only statement execution: callgrind collects inside these functions.
-    cost_entry_points: tuple[str, ...] = ("dispatch_command(*",)
-    cost_symbol: str = "dispatch_command"     # what `nm` shows when the binary has that function
+    cost_entry_points: tuple[CostEntry, ...] = (CostEntry("dispatch_command(*", "dispatch_command"),
+                                                 CostEntry("do_command(*", "do_command"))
     forks_backends: bool = False              # one process: counters are zeroed and dumped around a run
     cost_repeatability: float = 0.005         # A/A read-only instructions agreed within 0.1 % here
 

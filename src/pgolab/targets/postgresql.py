@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..runner import Runner
 from ..variants import FlagSet, Variant
+from ..cost import CostEntry
 from .base import Cmd, unprivileged_user
 
 POSTGRESQL_CONFIGURE_OPTIONS = ["--without-icu", "--without-readline", "--without-llvm"]
@@ -99,8 +100,7 @@ class PostgreSQLInstallation:
     # Cost mode: a client backend's main loop. The per-message handlers (exec_*_message) are static
     # and gcc inlines them into it (seen in a PGO build); PostgresMain is exported and never inlined.
     # Its start-up cost is cancelled by the difference of two runs (cost.CostExecutor).
-    cost_entry_points: tuple[str, ...] = ("PostgresMain",)
-    cost_symbol: str = "PostgresMain"
+    cost_entry_points: tuple[CostEntry, ...] = (CostEntry("PostgresMain", "PostgresMain"),)
     forks_backends: bool = True   # a backend per connection writes its counters when it exits
     cost_repeatability: float = 0.015   # A/A read-only instructions differed by up to 1.3 % here
     server_program: Path | None = None  # another postgres binary to start (BOLT's instrumented copy)
