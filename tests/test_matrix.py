@@ -41,3 +41,34 @@ def test_builds_run_cheapest_first_plain_before_lto_before_pgo_before_bolt():
 def test_the_order_is_stable_for_equal_costs():
     chosen = [variants.parse("rel_native"), variants.parse("rel_o2nofp"), variants.parse("rel")]
     assert names(matrix.build_order(chosen)) == ["rel_native", "rel_o2nofp", "rel"]
+
+
+def test_a_version_series_labels_builds_with_server_and_version(tmp_path):
+    from pgolab.sources import SourceTree
+    tree = SourceTree(tmp_path, "mariadb", "11.8.6")
+    assert matrix.target_label(tree, "rel_o2nofp", series=True) == "mariadb-11.8.6:rel_o2nofp"
+    assert matrix.target_label(tree, "rel_o2nofp", series=False) == "rel_o2nofp"
+    assert matrix.default_run_name([tree, SourceTree(tmp_path, "mysql", "9.7.2")],
+                                   matrix.BenchOptions(suite="full", modes=("qps",))) \
+        == "matrix-mariadb-11.8.6-mysql-9.7.2-full-qps"
+
+
+def test_mariadb_and_mysql_share_a_run_on_data_of_their_own_family():
+    from pgolab import bench
+    from pgolab.fleet import BenchTarget
+
+    class Inst:
+        def __init__(self, server):
+            self.server = server
+
+    def target(label, server, **description):
+        return BenchTarget(label, "variant", Inst(server), description)
+    maria = target("a", "mariadb", source={"version": "10.11.18"})
+    debian = target("d", "mariadb", version="mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu")
+    maria_new = target("n", "mariadb", source={"version": "11.8.6"})
+    mysql = target("m", "mysql", source={"version": "9.7.2"})
+    assert maria.data_family == debian.data_family == "mariadb-10.11"
+    assert maria_new.data_family == "mariadb-11.8" and mysql.data_family == "mysql-9.7"
+    assert bench.check_targets("a", [maria, debian, maria_new, mysql]) == "mariadb+mysql"
+    with pytest.raises(PgolabError, match="PostgreSQL is benchmarked in a run of its own"):
+        bench.check_targets("a", [maria, target("p", "postgresql", source={"version": "15.18"})])

@@ -72,6 +72,9 @@ def run_identity(server: str, base: str, targets: list[BenchTarget], digests: di
     return identity
 
 
+MYSQL_PROTOCOL_SERVERS = {"mariadb", "mysql"}
+
+
 def check_targets(base: str, targets: list[BenchTarget]) -> str:
     labels = [t.label for t in targets]
     if base not in labels:
@@ -79,10 +82,11 @@ def check_targets(base: str, targets: list[BenchTarget]) -> str:
     if len(set(labels)) != len(labels):
         raise PgolabError("two targets share a label", hint="name binaries uniquely: --binary NAME=PATH")
     servers_of = {t.installation.server for t in targets}
-    if len(servers_of) != 1:
+    # sysbench drives MariaDB and MySQL alike; each family gets its own data directory (fleet).
+    if len(servers_of) != 1 and not servers_of <= MYSQL_PROTOCOL_SERVERS:
         raise PgolabError(f"targets mix servers ({', '.join(sorted(servers_of))})",
-                          hint="benchmark one server kind per run")
-    return servers_of.pop()
+                          hint="MariaDB and MySQL can share a run; PostgreSQL is benchmarked in a run of its own")
+    return "+".join(sorted(servers_of))
 
 
 def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget], options: BenchOptions,
@@ -144,7 +148,7 @@ def variant_target(name: str, source_path: Path | None = None) -> BenchTarget:
 
 def binary_target(spec: str) -> BenchTarget:
     """--binary NAME=PATH: any server binary, e.g. Debian's /usr/sbin/mariadbd."""
-    from .targets import MariaDBInstallation, PostgreSQLInstallation
+    from .targets import MariaDBInstallation, MySQLInstallation, PostgreSQLInstallation
     if "=" not in spec:
         raise PgolabError(f"--binary takes NAME=PATH, got {spec!r}", hint="e.g. --binary distro=/usr/sbin/mariadbd")
     label, path_text = spec.split("=", 1)
@@ -153,14 +157,19 @@ def binary_target(spec: str) -> BenchTarget:
         raise PgolabError(f"{path} is not an executable file", hint="give the server binary, e.g. /usr/sbin/mariadbd")
     if path.name == "postgres":
         installation = PostgreSQLInstallation(bin_dir=path.parent)
-    elif path.name in ("mariadbd", "mysqld"):
+    elif path.name == "mysqld":
+        # A MySQL install tree (pgolab's or the user's): mysqld initializes its own data directory.
+        installation = MySQLInstallation(server_binary=path, bin_dir=path.parent, install_db=[],
+                                         lc_messages_dir=path.parent.parent / "share"
+                                         if (path.parent.parent / "share").is_dir() else None)
+    elif path.name == "mariadbd":
         installation = MariaDBInstallation.system(path)
         installation.bin_dir = path.parent if (path.parent / "mariadb").exists() else Path("/usr/bin")
         share = path.parent.parent / "share"
         if (share / "english" / "errmsg.sys").exists():   # a pgolab install tree (e.g. an A/A copy of a build)
             installation.lc_messages_dir = share
     else:
-        raise PgolabError(f"cannot tell which server {path} is", hint="the binary must be named mariadbd or postgres")
+        raise PgolabError(f"cannot tell which server {path} is", hint="the binary must be named mariadbd, mysqld or postgres")
     version = Runner(paths.home() / "logs" / "binary-version.log").run(
         [str(path), "--version"], check=False, what="server --version").output.strip()
     return BenchTarget(label, "binary", installation, {"path": str(path), "version": version,

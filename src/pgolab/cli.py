@@ -105,9 +105,10 @@ def _runner(name: str) -> Runner:
 
 
 def _resolve_source(source: str) -> sources.SourceTree:
-    """A source directory, a tarball, or a server name to fetch from Debian."""
-    if source in debian.SOURCE_PACKAGES and not Path(source).exists():
-        return debian.fetch(source, None, _runner("source"))
+    """A source directory, a tarball, or a server to fetch from Debian: `mysql`, `mariadb=11.8.6`."""
+    server, _, version = source.partition("=")
+    if server in debian.SOURCE_PACKAGES and not Path(source).exists():
+        return debian.fetch(server, version or None, _runner("source"))
     return sources.detect(Path(source))
 
 
@@ -176,7 +177,7 @@ def list_variants(all_: bool = typer.Option(False, "--all", help="every combinat
 @app.command("build")
 def build_cmd(
     source_arg: str = typer.Argument(..., metavar="SOURCE",
-                                     help="source directory, tarball, or mariadb/postgresql to fetch"),
+                                     help="source directory, tarball, or mariadb, mysql, postgresql (=VERSION) to fetch"),
     variant: List[str] = typer.Option(["rel_o2nofp"], "--variant", "-v", help="variant name (repeatable)"),
     train: str = typer.Option("mix", "--train", help="training loads, comma-separated: mix, mix-noselect, "
                                                    "sysbench, none, script:PATH"),
@@ -358,10 +359,13 @@ class RichMatrixProgress:
 @app.command("matrix")
 @with_bench_options
 def matrix_cmd(
-    source_arg: str = typer.Argument(..., metavar="SOURCE", help="source directory, tarball, or a server to fetch"),
+    source_args: List[str] = typer.Argument(..., metavar="SOURCE...",
+                                            help="source directories, tarballs, or servers to fetch; several make "
+                                                 "a version series (labels <server>-<version>:<variant>)"),
     variants: str = typer.Option("published", "--variants", help="published (the study's 20), all, or NAME,NAME,..."),
     bolt: bool = typer.Option(False, "--bolt", help="add the _bolt twin of every PGO variant chosen"),
-    base: str = typer.Option("rel_o2nofp", "--base", help="the build every other one is compared with"),
+    base: str = typer.Option("rel_o2nofp", "--base", help="the build every other one is compared with "
+                                                          "(in a series: of the first source, or SERVER-VERSION:VARIANT)"),
     train: str = typer.Option("mix", "--train", help="training load of every PGO and BOLT build"),
     train_seconds: int = typer.Option(150, "--train-seconds"),
     jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j"),
@@ -373,13 +377,14 @@ def matrix_cmd(
     from . import bench, matrix, report
     from .render import export, print_terminal
     from .store import Store
-    tree = _resolve_source(source_arg)
+    trees = [_resolve_source(s) for s in source_args]
     request = matrix.MatrixRequest(
-        source=tree, variants=matrix.choose(variants, bolt), base=base, train=parse_train(train, train_seconds),
-        options=options, run_name=run_name or matrix.default_run_name(tree, options),
+        sources=trees, variants=matrix.choose(variants, bolt), base=base, train=parse_train(train, train_seconds),
+        options=options, run_name=run_name or matrix.default_run_name(trees, options),
         binaries=[bench.binary_target(b) for b in binary], jobs=jobs)
     store = Store(store_path)
-    console.print(f"source: {tree.server} {tree.version}; run {request.run_name}; store {store.path}")
+    shown = ", ".join(f"{t.server} {t.version}" for t in trees)
+    console.print(f"source: {shown}; run {request.run_name}; store {store.path}")
     with _progress_display() as progress:
         result = matrix.run_matrix(request, store, RichMatrixProgress(progress), _command_line())
     console.print(f"matrix: {len(result.builds)} builds ({sum(not b.up_to_date for b in result.builds)} built now) "

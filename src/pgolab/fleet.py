@@ -9,6 +9,7 @@ run sysbench against one of them.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,6 +30,14 @@ class BenchTarget:
     installation: object
     description: dict
     env: dict = field(default_factory=dict)   # e.g. where an instrumented server writes its profile
+
+    @property
+    def data_family(self) -> str:
+        """Targets of one family can start on one data directory: same server, same major.minor
+        (MySQL cannot read MariaDB's, PostgreSQL 17 not 15's)."""
+        text = str((self.description.get("source") or {}).get("version") or self.description.get("version") or "")
+        match = re.search(r"(\d+)\.(\d+)", text)
+        return f"{self.installation.server}-{match.group(0) if match else 'unknown'}"
 
 
 @dataclass
@@ -101,22 +110,30 @@ class Fleet:
         self.workdir, self.options, self.base = workdir, options, base
         self.servers: dict[str, ServerProcess] = {}
         self.rundirs: list[Path] = []
-        self.golden: Path | None = None
+        self.golden: dict[str, Path] = {}   # data family -> its loaded data directory
 
     def runner(self, label: str) -> Runner:
         return Runner(self.workdir / "logs" / f"{label}.log")
 
     def prepare(self) -> None:
-        self.golden = prepare_golden(self.targets[self.base], self.workdir, self.options, self.runner("load"))
+        """One golden data directory per data family, loaded by the base or the family's first target."""
+        base_family = self.targets[self.base].data_family
+        loaders = {base_family: self.targets[self.base]}
+        for t in self.targets.values():
+            loaders.setdefault(t.data_family, t)
+        for family, loader in loaders.items():
+            name = "golden" if family == base_family else f"golden-{family}"
+            self.golden[family] = prepare_golden(loader, self.workdir, self.options, self.runner(f"load-{family}"
+                                                 if family != base_family else "load"), name)
 
     def datadir(self, label: str, mode: str) -> Path:
         """Each mode has its own copies: a cost run's writes do not change the QPS run's data."""
         datadir = self.workdir / f"data-{mode}-{label}"
         if not datadir.exists():
-            assert self.golden is not None
+            golden = self.golden[self.targets[label].data_family]
             tmp = datadir.with_name(datadir.name + ".copying")
             shutil.rmtree(tmp, ignore_errors=True)
-            shutil.copytree(self.golden, tmp, symlinks=True)
+            shutil.copytree(golden, tmp, symlinks=True)
             tmp.rename(datadir)
             if self.targets[label].installation.run_as:
                 chown_tree(datadir, self.targets[label].installation.run_as)
@@ -158,10 +175,11 @@ class Fleet:
                 shutil.rmtree(rundir, ignore_errors=True)
 
 
-def prepare_golden(base: BenchTarget, workdir: Path, options: BenchOptions, runner: Runner) -> Path:
+def prepare_golden(base: BenchTarget, workdir: Path, options: BenchOptions, runner: Runner,
+                   name: str = "golden") -> Path:
     """Load the data once, with the base server; every target starts from a copy."""
-    golden = workdir / "golden"
-    done = workdir / "golden.done"
+    golden = workdir / name
+    done = workdir / f"{name}.done"
     if done.exists():
         return golden
     shutil.rmtree(golden, ignore_errors=True)
@@ -179,7 +197,8 @@ def prepare_golden(base: BenchTarget, workdir: Path, options: BenchOptions, runn
             server.ensure_database(BENCH_DATABASE)
             runner.run(["sysbench", "oltp_read_only", *inst.sysbench_args(rundir, BENCH_DATABASE),
                         f"--tables={options.tables}", f"--table-size={options.table_size}", "--threads=1",
-                        "prepare"], what="sysbench prepare")
+                        # Seeded: every data family's golden copy holds the same rows.
+                        "--rand-seed=1", "prepare"], what="sysbench prepare")
     finally:
         shutil.rmtree(rundir, ignore_errors=True)
     done.touch()

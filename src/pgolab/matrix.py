@@ -1,5 +1,6 @@
-"""The build matrix: build many variants of one source, cheapest first, then benchmark them all
-in one stored run (`pgolab matrix`).
+"""The build matrix: build many variants of one or more sources, cheapest first, then benchmark
+them all in one stored run (`pgolab matrix`). Several sources make a version series: every
+variant of every tree, at equal optimization, labelled `<server>-<version>:<variant>`.
 
 Every build is the ordinary build pipeline, so one that is up to date is skipped and an
 interrupted one continues; the benchmark is the ordinary resumable run. Running the same
@@ -64,7 +65,7 @@ def build_order(chosen: list[Variant]) -> list[Variant]:
 
 @dataclass
 class MatrixRequest:
-    source: SourceTree
+    sources: list[SourceTree]
     variants: list[Variant]
     base: str
     train: TrainingSpec
@@ -89,24 +90,35 @@ class MatrixResult:
     bench_seconds: float
 
 
+def target_label(source: SourceTree, build_label: str, series: bool) -> str:
+    """A build's label in the run: its own, or with its server and version when trees are mixed."""
+    return f"{source.label}:{build_label}" if series else build_label
+
+
 def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, command: str) -> MatrixResult:
+    series = len(request.sources) > 1
+    base_variant = request.base.split(":")[-1]
     chosen = list(request.variants)
-    if request.base not in [v.name for v in chosen] + [b.label for b in request.binaries]:
-        chosen.insert(0, variants_mod.parse(request.base))
-    order = build_order(chosen)
+    if request.base not in [b.label for b in request.binaries] and base_variant not in [v.name for v in chosen]:
+        chosen.insert(0, variants_mod.parse(base_variant))
+    # Tree by tree in the order given, each tree's variants cheapest first.
+    order = [(tree, v) for tree in request.sources for v in build_order(chosen)]
     started = time.monotonic()
-    results = []
-    for i, variant in enumerate(order):
+    results, targets = [], []
+    for i, (tree, variant) in enumerate(order):
         t0 = time.monotonic()
         reporter = progress.build_started(i, len(order), variant)
-        build_request = BuildRequest(request.source, variant, request.train, jobs=request.jobs,
-                                     use_ccache=request.use_ccache)
+        build_request = BuildRequest(tree, variant, request.train, jobs=request.jobs, use_ccache=request.use_ccache)
         result = Pipeline(build_request, reporter).run()
         results.append(result)
+        targets.append(BenchTarget(target_label(tree, result.record.label, series), "variant",
+                                   result.record.installation(), result.record.as_dict()))
         progress.build_finished(i, len(order), result, time.monotonic() - t0)
     built = time.monotonic()
-    targets = [BenchTarget(r.record.label, "variant", r.record.installation(), r.record.as_dict()) for r in results]
-    run_id = bench.run_bench(store, request.run_name, request.base, targets + request.binaries, request.options,
+    base = request.base
+    if series and ":" not in base and base not in [b.label for b in request.binaries]:
+        base = target_label(request.sources[0], base, series)
+    run_id = bench.run_bench(store, request.run_name, base, targets + request.binaries, request.options,
                              command, progress.bench_step)
     result = MatrixResult(run_id, results, built - started, time.monotonic() - built)
     _log_timing(request, result)
@@ -125,6 +137,6 @@ def _log_timing(request: MatrixRequest, result: MatrixResult) -> Path:
     return path
 
 
-def default_run_name(source: SourceTree, options: BenchOptions) -> str:
-    return f"matrix-{source.label}-{options.suite}-{'-'.join(options.modes)}"
+def default_run_name(sources: list[SourceTree], options: BenchOptions) -> str:
+    return f"matrix-{'-'.join(s.label for s in sources)}-{options.suite}-{'-'.join(options.modes)}"
 

@@ -1,0 +1,17 @@
+#!/bin/bash
+# Issue 10 proof: MySQL 9.7.2 from Debian unstable, built as rel_o2nofp, rel_pgo_use, rel_lto and
+# rel_lto_pgo_use_clang (wall and CPU time of each in builds.md), then the full suite at 1 thread,
+# cost and QPS, with Debian 12's mariadbd beside them. Every step resumes when run again.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+OUT=docs/results/mysql-9.7
+P=.venv/bin/pgolab
+bash scripts/setup.sh
+S=$($P source mysql --version 9.7.2)
+for v in rel_o2nofp rel_pgo_use rel_lto rel_lto_pgo_use_clang; do
+  $P build "$S" --variant "$v" </dev/null
+done
+$P builds --markdown > $OUT/builds.md
+$P bench --source "$S" --base rel_o2nofp --variant rel_lto --variant rel_pgo_use --variant rel_lto_pgo_use_clang \
+  --suite full --measure cost,qps --instances 2 --blocks 4 --seconds 3 \
+  --run mysql-9.7-full --store $OUT/results.sqlite --out $OUT/report > $OUT/report.txt
