@@ -32,6 +32,41 @@ def write_empty_clang_profile(target: Path) -> None:
     subprocess.run(["llvm-profdata-16", "merge", "-o", str(target), str(text)], check=True)
 
 
+def configure_variant(tree, name: str):
+    """Configure one variant of a real tree as the pipeline would: (variant, pipeline, build dir,
+    CMakeCache.txt text, compile commands by source path suffix)."""
+    import json
+    import subprocess
+    from pgolab.build import BuildRequest, Pipeline
+    from pgolab.stages.compile import configure
+    from pgolab.variants import parse
+    from pgolab.workloads import parse_train
+    variant = parse(name)
+    pipeline = Pipeline(BuildRequest(tree, variant, parse_train("none", 1)))
+    if variant.pgo == "use" and variant.compiler == "clang":
+        # clang reads the merged profile while compiling: give it a real, empty one.
+        write_empty_clang_profile(pipeline.profile_dir / "default.profdata")
+    configure(pipeline)
+    build = pipeline.build_dir("final")
+    cache = (build / "CMakeCache.txt").read_text()
+    subprocess.run(["cmake", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", str(build)], check=True, capture_output=True)
+    commands = {c["file"]: c["command"].split() for c in json.loads((build / "compile_commands.json").read_text())}
+    return variant, pipeline, build, cache, commands
+
+
+def command_for(commands: dict, suffix: str) -> list[str]:
+    return next(argv for path, argv in commands.items() if path.endswith(suffix))
+
+
+def compile_one_object(build: Path, commands: dict, suffix: str) -> None:
+    """One small object really compiles with the configured flags."""
+    import subprocess
+    argv = command_for(commands, suffix)
+    obj = argv[argv.index("-o") + 1]
+    subprocess.run(["ninja", "-C", str(build), obj], check=True, capture_output=True)
+    assert (build / obj).stat().st_size > 0
+
+
 def pytest_unconfigure(config):
     home = getattr(config, "_pgolab_temp_home", None)
     if home:

@@ -5,7 +5,6 @@ tree and configures it; the builds, lifecycle and training runs are in docs/resu
 """
 
 import hashlib
-import json
 import os
 import re
 import subprocess
@@ -14,13 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pgolab.build import BuildRequest, Pipeline
-from pgolab.stages.compile import configure
-from pgolab.variants import parse
-from pgolab.workloads import parse_train
 from pgolab import sources
 
-from conftest import need, write_empty_clang_profile
+from conftest import command_for, compile_one_object, configure_variant, need
 
 PGOLAB = [sys.executable, "-m", "pgolab"]
 
@@ -64,13 +59,7 @@ AXES_SUBSET = ["rel_o2nofp_native_lto_pgo_gen", "rel_pgo_use_clang"]
 @pytest.mark.slow
 @pytest.mark.parametrize("name", AXES_SUBSET)
 def test_configure_uses_mysql_own_options(mysql_tree, name):
-    variant = parse(name)
-    pipeline = Pipeline(BuildRequest(mysql_tree, variant, parse_train("none", 1)))
-    if variant.pgo == "use" and variant.compiler == "clang":
-        write_empty_clang_profile(pipeline.profile_dir / "default.profdata")
-    configure(pipeline)
-    build = pipeline.build_dir("final")
-    cache = (build / "CMakeCache.txt").read_text()
+    variant, pipeline, build, cache, commands = configure_variant(mysql_tree, name)
 
     def cached(key):
         match = re.search(rf"^{key}:\w+=(.*)$", cache, re.M)
@@ -84,9 +73,7 @@ def test_configure_uses_mysql_own_options(mysql_tree, name):
     assert cached("WITH_ROUTER") == "OFF" and cached("WITH_MYSQLX") == "OFF"
     assert cached("WITH_PROTOBUF") == "system"
 
-    subprocess.run(["cmake", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", str(build)], check=True, capture_output=True)
-    commands = json.loads((build / "compile_commands.json").read_text())
-    argv = next(c for c in commands if c["file"].endswith("sql/sql_parse.cc"))["command"].split()
+    argv = command_for(commands, "sql/sql_parse.cc")
     assert "-DNDEBUG" in argv, "the build type's flags must survive"
     _, flags = pipeline.stage_flags("final")
     for flag in flags.compile:
@@ -104,8 +91,4 @@ def test_configure_uses_mysql_own_options(mysql_tree, name):
         assert "-march=native" in argv
     assert ("clang++" in argv[0] or "clang++" in " ".join(argv[:3])) == (variant.compiler == "clang")
 
-    # One small object really compiles with these flags.
-    small = next(c["command"].split() for c in commands if c["file"].endswith("strings/ctype-bin.cc"))
-    obj = small[small.index("-o") + 1]
-    subprocess.run(["ninja", "-C", str(build), obj], check=True, capture_output=True)
-    assert (build / obj).stat().st_size > 0
+    compile_one_object(build, commands, "strings/ctype-bin.cc")
