@@ -93,7 +93,10 @@ def test_mysql_uses_its_own_lto_and_fprofile_options(tmp_path):
     profile = tmp_path / "profile"
     for name, expected, absent in [
         ("rel_lto_pgo_use", ["-DWITH_LTO=ON", "-DFPROFILE_USE=ON", f"-DFPROFILE_DIR={profile}"], "-flto"),
-        ("rel_pgo_gen_clang", ["-DFPROFILE_GENERATE=ON", "-DUSE_LD_LLD=OFF"], "-fprofile-generate"),
+        ("rel_pgo_gen_clang", ["-DFPROFILE_GENERATE=ON", "-DUSE_LD_LLD=OFF", "-DWITH_LTO=OFF"],
+         "-fprofile-generate"),
+        # FPROFILE_USE turns MySQL's WITH_LTO default on: a PGO build without LTO says OFF.
+        ("rel_pgo_use", ["-DFPROFILE_USE=ON", "-DWITH_LTO=OFF"], "-fprofile-use"),
     ]:
         variant = parse(name)
         tc = CLANG if variant.compiler == "clang" else GCC
@@ -109,6 +112,16 @@ def test_mysql_uses_its_own_lto_and_fprofile_options(tmp_path):
     gcc_use = target.adapt_flags(parse("rel_pgo_use"), flags_for(parse("rel_pgo_use"), GCC, profile_dir=profile,
                                                                  build_dir=tmp_path / "b"))
     assert "-fprofile-correction" in gcc_use.compile
+
+
+def test_mysql_servers_get_no_mariadb_only_options(tmp_path):
+    from pgolab.targets import MySQLInstallation
+    inst = MySQLInstallation(server_binary=tmp_path / "mysqld", bin_dir=tmp_path, lc_messages_dir=None, install_db=[])
+    argv = inst.start_argv(tmp_path / "data", tmp_path / "run", []) + inst.valgrind_options()
+    assert not any(a.startswith("--innodb-buffer-pool-size-max") for a in argv)
+    assert "--skip-networking" in argv and "--loose-mysqlx=OFF" in argv
+    (init,) = inst.init_commands(tmp_path / "data", tmp_path / "tmp")
+    assert "--initialize-insecure" in init.argv
 
 
 def test_postgresql_adds_flags_through_copt_and_keeps_configure_defaults(tmp_path):

@@ -104,6 +104,10 @@ class MySQLInstallation(MariaDBInstallation):
         # loose-: a server built without the X plugin (pgolab's) does not know the option.
         return super().start_argv(datadir, rundir, ["--loose-mysqlx=OFF", *options], config)
 
+    def valgrind_options(self) -> list[str]:
+        """No libaio under valgrind; MySQL has no --innodb-buffer-pool-size-max (MariaDB's)."""
+        return ["--innodb-use-native-aio=0"]
+
     def _tool(self, name: str) -> str:
         name = {"mariadb": "mysql", "mariadb-admin": "mysqladmin"}.get(name, name)
         own = self.bin_dir / name
