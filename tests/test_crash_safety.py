@@ -160,3 +160,53 @@ def test_a_killed_runs_compiler_in_a_build_folder_is_stopped_before_the_rerun(tm
     pipeline.stop_leftover_processes(grace=5)
     assert left.poll() is not None
     assert "left running" in (folder / "logs" / "leftovers.log").read_text()
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 2 MiB tmpfs: a real file system that fills up (needs root to mount)."""
+    import subprocess
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    yield mount
+    subprocess.run(["umount", "--lazy", str(mount)], check=True)
+
+
+def test_a_full_disk_during_the_store_transaction_loses_nothing_stored(tiny_disk):
+    """Samples are added until the disk is full: the failing one is not stored at all, every earlier
+    one is intact, the error is the one-line cause and fix, and after freeing space the run goes on."""
+    import sqlite3
+    from pgolab.errors import from_os_error
+    from pgolab.measurement import Sample, Step
+    from pgolab.store import Store
+    filler = tiny_disk / "filler"
+    filler.write_bytes(b"x" * (1024 * 1024))
+    store = Store(tiny_disk / "results.sqlite")
+    run_id, _ = store.create_or_resume_run("r", server="mariadb", base="a", suite="quick", options={}, host={},
+                                           identity={"x": 1}, command="test")
+    stored, failure = 0, None
+    for block in range(1, 10_000):
+        sample = Sample(Step("qps", "point-1/point-query", 1, block, 1, "a"), {"qps": 1000.0 + block}, 3.0,
+                        output="sysbench output " * 2000)
+        try:
+            store.add(run_id, sample, "point-1")
+            stored += 1
+        except (OSError, sqlite3.OperationalError) as exc:
+            failure = exc
+            break
+    assert failure is not None and stored > 0
+    message = from_os_error(failure)
+    assert message is not None and "disk is full" in str(message) and "stored results are kept" in message.hint
+    store.db.close()
+
+    filler.unlink()   # the user frees space and runs the same command again
+    again = Store(tiny_disk / "results.sqlite")
+    assert again.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    blocks = [s.step.block for s in again.samples(run_id, "qps")]
+    assert blocks == list(range(1, stored + 1)), "a sample was lost, duplicated or half-written"
+    again.add(run_id, Sample(Step("qps", "point-1/point-query", 1, stored + 1, 1, "a"), {"qps": 1.0}, 3.0), "point-1")
+    assert len(again.samples(run_id, "qps")) == stored + 1
+    again.db.close()
