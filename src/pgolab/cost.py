@@ -212,10 +212,10 @@ class CostExecutor:
     def __init__(self, fleet, options, labels: list[str]):
         from .targets.base import chown_tree
         self.fleet, self.options, self.labels = fleet, options, labels
-        # One method for every target, or their counts would not compare: the toggle needs the
-        # dispatch symbol in every binary; one without it puts the whole run on the window method.
+        # One method for every target, or their counts would not compare: a toggle function is a
+        # candidate only if every binary has it, and is kept only if every server enters it (probed
+        # at the first start); with none left the whole run uses the window method.
         insts = {label: fleet.targets[label].installation for label in labels}
-        # Candidates every binary has, in the recipe's order; probed when the servers first start.
         self.candidates: list[dict[str, CostEntry]] = []
         for rank in range(max(len(i.cost_entry_points) for i in insts.values())):
             chosen = {label: i.cost_entry_points[min(rank, len(i.cost_entry_points) - 1)] for label, i in insts.items()}

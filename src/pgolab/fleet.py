@@ -122,9 +122,9 @@ class Fleet:
         for t in self.targets.values():
             loaders.setdefault(t.data_family, t)
         for family, loader in loaders.items():
-            name = "golden" if family == base_family else f"golden-{family}"
-            self.golden[family] = prepare_golden(loader, self.workdir, self.options, self.runner(f"load-{family}"
-                                                 if family != base_family else "load"), name)
+            suffix = "" if family == base_family else f"-{family}"   # a one-family run keeps its old names
+            self.golden[family] = prepare_golden(loader, self.workdir, self.options, self.runner(f"load{suffix}"),
+                                                 f"golden{suffix}")
 
     def datadir(self, label: str, mode: str) -> Path:
         """Each mode has its own copies: a cost run's writes do not change the QPS run's data."""
