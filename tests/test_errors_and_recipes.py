@@ -163,3 +163,13 @@ def test_a_newer_store_is_refused_with_what_to_do(tmp_path):
     db.close()
     with pytest.raises(PgolabError, match="upgrade pgolab"):
         Store(path)
+
+
+def test_postgresql_16_and_later_install_the_catalog_from_src_include(tmp_path):
+    from pgolab.targets.postgresql import POSTGRESQL_MAKE_DIRS, install_dirs
+    catalog = tmp_path / "src/include/catalog"
+    catalog.mkdir(parents=True)
+    (catalog / "Makefile").write_text("bki-stamp:\n\ttouch $@\n")            # PostgreSQL 15
+    assert install_dirs(tmp_path) == POSTGRESQL_MAKE_DIRS
+    (catalog / "Makefile").write_text("install: all\n\t$(INSTALL_DATA) postgres.bki '$(DESTDIR)$(datadir)/postgres.bki'\n")
+    assert install_dirs(tmp_path) == POSTGRESQL_MAKE_DIRS + ["src/include/catalog"]

@@ -35,6 +35,15 @@ def copt(flags: FlagSet) -> str:
     return " ".join(flags.compile + flags.link)
 
 
+
+def install_dirs(tree: Path) -> list[str]:
+    """PostgreSQL 16 moved postgres.bki (initdb's catalog) from src/backend/catalog's install to
+    src/include/catalog's; without it a 17 install cannot initialise a data directory."""
+    catalog = tree / "src/include/catalog/Makefile"
+    moved = catalog.is_file() and "$(INSTALL_DATA) postgres.bki" in catalog.read_text(errors="replace")
+    return POSTGRESQL_MAKE_DIRS + (["src/include/catalog"] if moved else [])
+
+
 class PostgreSQLTarget:
     server = "postgresql"
     server_program = "postgres"
@@ -81,7 +90,7 @@ class PostgreSQLTarget:
     def install(self, tree: Path, build_dir: Path, install_dir: Path, runner: Runner,
                 flags: FlagSet) -> None:
         shutil.rmtree(install_dir, ignore_errors=True)
-        for d in POSTGRESQL_MAKE_DIRS:
+        for d in install_dirs(tree):
             runner.run(["make", "-C", str(build_dir / d), "install", *self.make_vars(flags)],
                        what=f"make install ({d})")
 
