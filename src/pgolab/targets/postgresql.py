@@ -84,8 +84,11 @@ class PostgreSQLTarget:
         # src/backend directly in parallel can otherwise compile before lwlocknames.h exists.
         headers = Cmd(["make", "-C", str(build_dir / "src/backend"), "generated-headers", *self.make_vars(flags)],
                       what="make generated-headers")
+        # The backend links src/port's and src/common's libraries but, made in parallel on its own,
+        # may reach its link before they exist ("No rule to make target libpgcommon_srv.a", seen with
+        # PostgreSQL 17): they are made first, as the top-level makefile does.
         return [headers] + [Cmd(["make", "-C", str(build_dir / d), f"-j{jobs}", *self.make_vars(flags)],
-                                what=f"make {d}") for d in POSTGRESQL_MAKE_DIRS]
+                                what=f"make {d}") for d in ["src/port", "src/common", *POSTGRESQL_MAKE_DIRS]]
 
     def install(self, tree: Path, build_dir: Path, install_dir: Path, runner: Runner,
                 flags: FlagSet) -> None:
