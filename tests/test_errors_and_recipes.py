@@ -172,4 +172,4 @@ def test_postgresql_16_and_later_install_the_catalog_from_src_include(tmp_path):
     (catalog / "Makefile").write_text("bki-stamp:\n\ttouch $@\n")            # PostgreSQL 15
     assert install_dirs(tmp_path) == POSTGRESQL_MAKE_DIRS
     (catalog / "Makefile").write_text("install: all\n\t$(INSTALL_DATA) postgres.bki '$(DESTDIR)$(datadir)/postgres.bki'\n")
-    assert install_dirs(tmp_path) == POSTGRESQL_MAKE_DIRS + ["src/include/catalog"]
+    assert install_dirs(tmp_path) == POSTGRESQL_MAKE_DIRS + ["src/include"]

@@ -38,10 +38,11 @@ def copt(flags: FlagSet) -> str:
 
 def install_dirs(tree: Path) -> list[str]:
     """PostgreSQL 16 moved postgres.bki (initdb's catalog) from src/backend/catalog's install to
-    src/include/catalog's; without it a 17 install cannot initialise a data directory."""
+    src/include/catalog's; without it a 17 install cannot initialise a data directory. That install
+    also copies headers into folders src/include's install makes, so it runs through src/include."""
     catalog = tree / "src/include/catalog/Makefile"
     moved = catalog.is_file() and "$(INSTALL_DATA) postgres.bki" in catalog.read_text(errors="replace")
-    return POSTGRESQL_MAKE_DIRS + (["src/include/catalog"] if moved else [])
+    return POSTGRESQL_MAKE_DIRS + (["src/include"] if moved else [])
 
 
 class PostgreSQLTarget:
