@@ -60,6 +60,7 @@ def test_mariadb_and_mysql_share_a_run_on_data_of_their_own_family():
     class Inst:
         def __init__(self, server):
             self.server = server
+            self.data_version_parts = 1 if server == "postgresql" else 2
 
     def target(label, server, **description):
         return BenchTarget(label, "variant", Inst(server), description)
@@ -70,5 +71,6 @@ def test_mariadb_and_mysql_share_a_run_on_data_of_their_own_family():
     assert maria.data_family == debian.data_family == "mariadb-10.11"
     assert maria_new.data_family == "mariadb-11.8" and mysql.data_family == "mysql-9.7"
     assert bench.check_targets("a", [maria, debian, maria_new, mysql]) == "mariadb+mysql"
+    assert target("p", "postgresql", source={"version": "17.11"}).data_family == "postgresql-17"
     with pytest.raises(PgolabError, match="PostgreSQL is benchmarked in a run of its own"):
         bench.check_targets("a", [maria, target("p", "postgresql", source={"version": "15.18"})])

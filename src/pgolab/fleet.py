@@ -33,11 +33,13 @@ class BenchTarget:
 
     @property
     def data_family(self) -> str:
-        """Targets of one family can start on one data directory: same server, same major.minor
-        (MySQL cannot read MariaDB's, PostgreSQL 17 not 15's)."""
+        """Targets of one family can start on one data directory: same server, same release series as
+        the server defines it (MariaDB/MySQL major.minor, PostgreSQL major): MySQL cannot read
+        MariaDB's data directory, PostgreSQL 17 not 15's."""
         text = str((self.description.get("source") or {}).get("version") or self.description.get("version") or "")
-        match = re.search(r"(\d+)\.(\d+)", text)
-        return f"{self.installation.server}-{match.group(0) if match else 'unknown'}"
+        match = re.search(r"\d+(?:\.\d+)*", text)
+        parts = match.group(0).split(".")[:self.installation.data_version_parts] if match else []
+        return f"{self.installation.server}-{'.'.join(parts) or 'unknown'}"
 
 
 @dataclass

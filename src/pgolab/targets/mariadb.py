@@ -119,6 +119,7 @@ class MariaDBInstallation:
     cost_entry_points: tuple[CostEntry, ...] = (CostEntry("dispatch_command(*", "dispatch_command"),
                                                  CostEntry("do_command(*", "do_command"))
     forks_backends: bool = False              # one process: counters are zeroed and dumped around a run
+    data_version_parts: int = 2               # 10.11.x share a data directory format; 11.8 is another
     cost_repeatability: float = 0.005         # A/A read-only instructions agreed within 0.1 % here
 
     @classmethod

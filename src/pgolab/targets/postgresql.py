@@ -115,6 +115,7 @@ class PostgreSQLInstallation:
     # Its start-up cost is cancelled by the difference of two runs (cost.CostExecutor).
     cost_entry_points: tuple[CostEntry, ...] = (CostEntry("PostgresMain", "PostgresMain"),)
     forks_backends: bool = True   # a backend per connection writes its counters when it exits
+    data_version_parts: int = 1   # 17.x share a data directory format (the major version)
     cost_repeatability: float = 0.015   # A/A read-only instructions differed by up to 1.3 % here
     server_program: Path | None = None  # another postgres binary to start (BOLT's instrumented copy)
 
