@@ -63,7 +63,6 @@ def test_mix_without_select_runs_no_select(tmp_path):
     need("mariadbd")
     server, runner = started(MariaDBInstallation.system(), tmp_path)
     with server:
-        before = server.query("SHOW GLOBAL STATUS LIKE 'Com_select'").split()[-1]
         report = run_mix(server, MixOptions(statements=150, connections=2, rows=300, no_select=True), runner)
     assert report.errors == [] and not any(k.startswith("select") for k in report.counts)
     assert "join" not in report.counts and report.counts["update_indexed"] > 0
@@ -87,6 +86,26 @@ def test_mix_on_postgresql_uses_both_protocols(server_tmp):
     for counter in ("xact_commit", "xact_rollback", "tup_inserted", "tup_updated", "tup_deleted", "tup_fetched",
                     "idx_scan"):
         assert c[counter] > 0, f"{counter} did not move: {c}"
+
+
+@pytest.mark.slow
+def test_a_server_crash_during_the_mix_is_reported_with_its_error_log_at_once(tmp_path):
+    """SIGKILL of the server mid-mix: the mix stops within seconds (not at its deadline, with
+    thousands of failed statements) and the error names the dead server and its log."""
+    import os
+    import signal
+    import threading
+    import time
+    from pgolab.errors import PgolabError
+    need("mariadbd")
+    server, runner = started(MariaDBInstallation.system(), tmp_path)
+    with server:
+        threading.Timer(4, lambda: os.kill(server.proc.pid, signal.SIGKILL)).start()
+        began = time.monotonic()
+        with pytest.raises(PgolabError, match=r"server died \(exit -9\)") as err:
+            run_mix(server, MixOptions(seconds=120, connections=2, rows=300), runner)
+        assert time.monotonic() - began < 30
+    assert "error log tail" in str(err.value)
 
 
 def test_mix_is_deterministic_for_a_seed():

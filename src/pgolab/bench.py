@@ -158,10 +158,7 @@ def binary_target(spec: str) -> BenchTarget:
     if path.name == "postgres":
         installation = PostgreSQLInstallation(bin_dir=path.parent)
     elif path.name == "mysqld":
-        # A MySQL install tree (pgolab's or the user's): mysqld initializes its own data directory.
-        installation = MySQLInstallation(server_binary=path, bin_dir=path.parent, install_db=[],
-                                         lc_messages_dir=path.parent.parent / "share"
-                                         if (path.parent.parent / "share").is_dir() else None)
+        installation = MySQLInstallation.from_binary(path)
     elif path.name == "mariadbd":
         installation = MariaDBInstallation.system(path)
         installation.bin_dir = path.parent if (path.parent / "mariadb").exists() else Path("/usr/bin")

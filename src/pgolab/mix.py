@@ -21,6 +21,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .errors import PgolabError
 
@@ -126,7 +127,9 @@ class _Mix:
     def close(self, conn) -> None: conn.close()
 
     # shared ---------------------------------------------------------------
-    def run(self) -> MixReport:
+    def run(self, alive: Callable[[], bool] = lambda: True) -> MixReport:
+        """Run the workers until the deadline, or until `alive` says the server is gone (the
+        workers would otherwise record failed statements until their deadline)."""
         before = self.counters()
         setup = self.connect()
         self.create_tables(setup, random.Random(self.options.seed))
@@ -136,14 +139,18 @@ class _Mix:
         for t in threads:
             t.start()
         try:
-            for t in threads:
-                t.join()
+            while running := [t for t in threads if t.is_alive()]:
+                running[0].join(timeout=1)
+                if not alive():
+                    self.stop.set()
         except BaseException:
             # Ctrl-C: let the workers finish their statement before the server is stopped.
             self.stop.set()
             for t in threads:
                 t.join(timeout=10)
             raise
+        if not alive():
+            return self.report
         after = self.counters()
         self.report.server_counters = {k: after[k] - before.get(k, 0) for k in after}
         return self.report
@@ -162,7 +169,13 @@ class _Mix:
             while not self.stop.is_set() and (
                     (limit is None and time.monotonic() < deadline) or (limit is not None and step < limit)):
                 table, other = self.tables()[step % len(self.tables())]
-                mode = self.session_setup(conn, index, step, rng)
+                try:
+                    mode = self.session_setup(conn, index, step, rng)
+                except Exception as exc:   # noqa: BLE001  -- recorded; a dead server stops the run
+                    with self.lock:
+                        self.report.errors.append(f"session setup: {exc}")
+                    step += 1
+                    continue
                 if mode:
                     coverage[mode] += 1
                 prepared = (step // 3) % 2 == 0

@@ -147,6 +147,9 @@ class ServerProcess:
         if not self.query(self.installation.database_exists_sql(name), what=f"look for database {name}"):
             self.query(self.installation.create_database_sql(name), what=f"create database {name}")
 
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
     def check_alive(self) -> None:
         """Report a crashed server with its error log."""
         if self.proc is not None and self.proc.poll() is not None:

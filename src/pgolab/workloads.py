@@ -103,7 +103,10 @@ def run_mix(server: ServerProcess, options: MixOptions, runner: Runner):
     else:
         mix = MySQLMix(str(inst.socket(server.rundir)), options, server=inst.server)
     runner.note(f"training mix: {options}")
-    report = mix.run()
+    try:
+        report = mix.run(alive=server.running)
+    finally:
+        server.check_alive()     # a crash is reported with the server's error log, not as failed statements
     runner.note(report.describe())
     if report.errors:
         raise PgolabError(f"the training mix had {len(report.errors)} failed statements",

@@ -93,6 +93,14 @@ class MySQLTarget(MariaDBTarget):
 class MySQLInstallation(MariaDBInstallation):
     server: str = "mysql"
 
+    @classmethod
+    def from_binary(cls, path: Path) -> "MySQLInstallation":
+        """A MySQL install tree's mysqld (pgolab's or a user's): it initialises its own data
+        directory; messages come from the tree's share/ when there is one."""
+        share = path.parent.parent / "share"
+        return cls(server_binary=path, bin_dir=path.parent, install_db=[],
+                   lc_messages_dir=share if share.is_dir() else None)
+
     def init_commands(self, datadir: Path, tmpdir: Path) -> list[Cmd]:
         argv = [str(self.server_binary), "--no-defaults", "--initialize-insecure", f"--datadir={datadir}",
                 f"--tmpdir={tmpdir}"]
