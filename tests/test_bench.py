@@ -76,7 +76,7 @@ def test_qps_slices_are_paired_balanced_and_resume_exactly(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         bench.run_bench(store, "aa", "a", targets, options, "pgolab bench (test)", stop_midway)
     run_id = store.run("aa")["id"]
-    assert store.run("aa")["status"] == "failed" and len(store.samples(run_id)) == 9
+    assert store.run("aa")["status"] == "interrupted" and len(store.samples(run_id)) == 9
     bench.run_bench(store, "aa", "a", targets, options, "pgolab bench (test, resumed)")
     samples = store.samples(run_id)
     keys = [(s.step.micro, s.step.instance, s.step.block, s.step.label) for s in samples]

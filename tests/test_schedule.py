@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pgolab.measurement import Sample
-from pgolab.schedule import Plan, Scheduler, block_order
+from pgolab.schedule import Plan, Scheduler, block_order, start_order
 from pgolab.store import Store
 from pgolab.suite import QUICK
 
@@ -61,6 +61,16 @@ def test_orders_are_balanced():
     assert len(set(means.values())) == 1
     assert block_order(["a", "b"], 1, 1) == ["a", "b"] and block_order(["a", "b"], 1, 2) == ["b", "a"]
     assert block_order(["a", "b"], 2, 1) == ["b", "a"]
+
+
+def test_start_and_warm_up_orders_are_balanced_over_instance_pairs():
+    labels = ["base", "x", "aa"]
+    starts = {l: [] for l in labels}
+    for instance in (1, 2, 3, 4):
+        for p, l in enumerate(start_order(labels, instance)):
+            starts[l].append(p)
+    assert len({np.mean(p) for p in starts.values()}) == 1
+    assert start_order(labels, 1)[0] == "base" and start_order(labels, 2)[0] == "aa"
 
 
 def test_every_step_once_with_instances_restarted(tmp_path):

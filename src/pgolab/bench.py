@@ -118,6 +118,9 @@ def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget]
             finally:
                 executor.close()
         store.set_status(run_id, "finished")
+    except (KeyboardInterrupt, SystemExit):
+        store.set_status(run_id, "interrupted")   # the same command continues it
+        raise
     except BaseException:
         store.set_status(run_id, "failed")
         raise

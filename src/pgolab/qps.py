@@ -14,6 +14,7 @@ from .errors import PgolabError
 from .fleet import BenchOptions, Fleet, cpu_sets, process_cpu_seconds, sysbench_argv
 from .measurement import Sample, Step
 from .runner import format_command
+from .schedule import start_order
 from .suite import Micro
 from .sysbench_output import SysbenchParseError, parse
 
@@ -30,9 +31,10 @@ class QpsExecutor:
         self.client_wrapper = ["taskset", "-c", cpus[1]] if cpus else []
 
     def start_instance(self, micro: Micro, instance: int) -> None:
-        for label in self.labels:
+        order = start_order(self.labels, instance)
+        for label in order:
             self.fleet.start(label, self.mode, self.server_wrapper, [])
-        for label in self.labels:   # sysbench 1.0 has no --warmup-time
+        for label in order:   # sysbench 1.0 has no --warmup-time
             server = self.fleet.servers[label]
             argv = sysbench_argv(micro, server, self.options, seconds=self.options.warmup_seconds)
             server.runner.run([*self.client_wrapper, *argv], what="warm-up")
