@@ -23,6 +23,16 @@ def test_missing_compiler_names_the_debian_package(monkeypatch):
         toolchains.toolchain("gcc")
 
 
+def test_every_installed_program_reports_a_version():
+    """Build records and their digests carry these versions: a tool answering its version flag
+    with usage text (llvm-profdata 16 did) would record that text instead."""
+    import re
+    programs = [t for t in toolchains.TOOLS if not t.program.startswith("/") and t.path()]
+    assert programs, "no tool installed: run scripts/setup-system.sh"
+    for t in programs:
+        assert re.fullmatch(r"\d+\.\d+(\.\d+)?", t.version() or ""), (t.name, t.version())
+
+
 def test_no_profile_written_is_an_error_not_a_silent_success(tmp_path):
     with pytest.raises(PgolabError, match="wrote no profile"):
         profiles.require_raw_profiles(tmp_path, profiles.GccProfile())

@@ -60,7 +60,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool("clang++", f"clang++-{L}", f"clang-{L}", "clang variants"),
     Tool("lld", f"ld.lld-{L}", f"lld-{L}", "clang linking and LTO"),
     Tool("llvm-ar", f"llvm-ar-{L}", f"llvm-{L}", "clang LTO (static libraries)"),
-    Tool("llvm-profdata", f"llvm-profdata-{L}", f"llvm-{L}", "clang PGO profile merge"),
+    # llvm-profdata 16 answers a bare --version with "Unknown command!"; its subcommands know it.
+    Tool("llvm-profdata", f"llvm-profdata-{L}", f"llvm-{L}", "clang PGO profile merge", ("merge", "--version")),
     Tool("clang profile runtime", f"/usr/lib/llvm-{L}/lib/clang/{L}/lib/linux/libclang_rt.profile-x86_64.a",
          f"libclang-rt-{L}-dev", "clang PGO instrumented builds"),
     Tool("llvm-bolt", f"llvm-bolt-{L}", f"bolt-{L}", "BOLT post-link layout"),
