@@ -231,7 +231,7 @@ def test_cost_mode_on_postgresql_builds(pg_tree, tmp_path):
     need("valgrind")
     targets = bench.resolve_targets("rel_pgo_use", ["noselect"], [], pg_tree.path)
     store = Store(tmp_path / "results.sqlite")
-    options = bench.BenchOptions(suite="quick", modes=("cost",), table_size=5000, cost_scale=0.25)
+    options = bench.BenchOptions(suite="quick", modes=("cost",), table_size=5000, cost_scale=0.25, cost_jobs=2)
     run_id = bench.run_bench(store, "pg-cost", "rel_pgo_use", targets, options, "test")
     samples = store.samples(run_id, "cost")
     assert len(samples) == sum(options.cost_write_repeats if m.state_dependent else 1 for m in suite.QUICK) * 2

@@ -144,3 +144,75 @@ def test_a_resume_with_another_identity_is_refused_naming_the_key(tmp_path):
         store.create_or_resume_run("r", server="x", base="a", suite="quick", options={}, host={},
                                    identity=changed, command="three")
     assert "stored '1111" in str(err.value)
+
+
+class ConcurrentFakeExecutor(FakeExecutor):
+    """Cost-like: may measure several targets at once; checks no target is measured twice at once."""
+    mode = "cost"
+
+    def __init__(self, speed, concurrency, fail_on=None):
+        super().__init__(speed, noise=0.0)
+        import threading
+        self.concurrency, self.fail_on = concurrency, fail_on
+        self.lock, self.in_flight, self.widest = threading.Lock(), set(), 0
+
+    def measure(self, micro, step):
+        import time
+        with self.lock:
+            assert step.label not in self.in_flight, f"{step.label} measured twice at once"
+            self.in_flight.add(step.label)
+            self.widest = max(self.widest, len(self.in_flight))
+        try:
+            time.sleep(0.02)
+            if self.fail_on and step.label == self.fail_on[0] and step.block == self.fail_on[1]:
+                raise RuntimeError("server died")
+            with self.lock:
+                self.measured.append(step)
+            return Sample(step, {"cycles": 100 / self.speed[step.label]}, seconds=0.02)
+        finally:
+            with self.lock:
+                self.in_flight.discard(step.label)
+
+
+def test_rounds_hold_each_target_once_and_keep_the_order():
+    from pgolab.measurement import Step
+    from pgolab.schedule import rounds
+    steps = [Step("cost", "m", 1, b, p, l) for b in (1, 2) for p, l in enumerate(block_order(["a", "b", "c"], 1, b))]
+    groups = rounds(steps)
+    assert [[s.label for s in g] for g in groups] == [["a", "b", "c"], ["c", "b", "a"]]
+    assert [s for g in groups for s in g] == steps
+
+
+def test_concurrent_steps_are_all_stored_once_in_planned_order(tmp_path):
+    store, run_id = new_run(tmp_path)
+    labels = ["a", "b", "c", "d"]
+    ex = ConcurrentFakeExecutor({l: 1.0 for l in labels}, concurrency=2)
+    sched = Scheduler(store, run_id, "a", labels, Plan(instances=1, blocks=3))
+    sched.run([QUICK[0]], ex)
+    stored = [(s.step.block, s.step.label) for s in store.samples(run_id)]
+    planned = [(s.block, s.label) for s in sched.instance_steps("cost", QUICK[0], 1)]
+    assert stored == planned and len(ex.measured) == 12
+    assert ex.widest == 2               # two at once, never more
+
+
+def test_a_failed_concurrent_step_keeps_the_rest_of_its_round_and_resumes(tmp_path):
+    store, run_id = new_run(tmp_path)
+    labels = ["a", "b", "c"]
+    plan = Plan(instances=1, blocks=2)
+    with pytest.raises(RuntimeError, match="server died"):
+        Scheduler(store, run_id, "a", labels, plan).run([QUICK[0]], ConcurrentFakeExecutor(
+            {l: 1.0 for l in labels}, concurrency=3, fail_on=("b", 2)))
+    # Block 1 entirely, and block 2's other targets, were stored; b's block 2 was not.
+    assert sorted((s.step.block, s.step.label) for s in store.samples(run_id)) == [
+        (1, "a"), (1, "b"), (1, "c"), (2, "a"), (2, "c")]
+    again = ConcurrentFakeExecutor({l: 1.0 for l in labels}, concurrency=3)
+    Scheduler(store, run_id, "a", labels, plan).run([QUICK[0]], again)
+    assert [(s.block, s.label) for s in again.measured] == [(2, "b")]
+    assert len(store.samples(run_id)) == 6
+
+
+def test_cost_jobs_is_not_part_of_a_runs_identity():
+    from pgolab.fleet import BenchOptions
+    one, two = BenchOptions(modes=("cost",), cost_jobs=1), BenchOptions(modes=("cost",), cost_jobs=2)
+    assert one.identity() == two.identity() and "cost_jobs" in two.as_dict()
+    assert BenchOptions(cost_scale=0.5).identity() != BenchOptions().identity()

@@ -65,7 +65,7 @@ def run_identity(server: str, base: str, targets: list[BenchTarget], digests: di
     """What a resumed run must match, key by key."""
     micros = [suite_mod.key(m) for m in suite_mod.suite(options.suite)]
     identity = {"server": server, "base": base, "suite": options.suite, "micros": micros,
-                "options": options.as_dict(), "targets": digests,
+                "options": options.identity(), "targets": digests,
                 "host": {k: host[k] for k in ("cpu", "cores", "memory_gib", "kernel", "hostname")}}
     if "cost" in options.modes:
         identity["cost_method"] = {"cache_geometry": CACHE_GEOMETRY, "cycles": CYCLE_FORMULA}

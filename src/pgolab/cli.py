@@ -244,6 +244,9 @@ BENCH_OPTIONS: list[tuple[str, type, object]] = [
     ("pair_budget", float, typer.Option(120, "--pair-budget", help="measured seconds per microbenchmark and pair")),
     ("no_pin", bool, typer.Option(False, "--no-pin", help="do not pin server and sysbench to disjoint CPUs")),
     ("cost_scale", float, typer.Option(1.0, "--cost-scale", help="multiplies the cost-mode event counts")),
+    ("cost_jobs", int, typer.Option(os.cpu_count() or 1, "--cost-jobs",
+                                    help="cost-mode servers measured at once (counts are simulated, so they do "
+                                         "not disturb each other); default: one per CPU")),
     ("table_size", int, typer.Option(100_000, "--table-size")),
     ("binary", List[str], typer.Option([], "--binary", help="NAME=PATH of any server binary (repeatable)")),
     ("store_path", Optional[Path], typer.Option(None, "--store", help="SQLite file (default in pgolab home)")),
@@ -272,12 +275,12 @@ def with_bench_options(command):
 
 
 def _bench_options(suite, measure, slice_seconds, instances, blocks, target_ci, max_instances, pair_budget,
-                   no_pin, cost_scale, table_size):
+                   no_pin, cost_scale, cost_jobs, table_size):
     from . import bench, measurement
     return bench.BenchOptions(suite=suite, modes=measurement.parse_modes(measure), slice_seconds=slice_seconds,
                               instances=instances, blocks=blocks, max_instances=max(max_instances, instances),
                               target_ci=_fraction(target_ci), pair_budget_s=pair_budget, pin=not no_pin,
-                              cost_scale=cost_scale, table_size=table_size)
+                              cost_scale=cost_scale, cost_jobs=cost_jobs, table_size=table_size)
 
 
 def _step_display(progress: Progress, prefix: str = ""):

@@ -206,12 +206,14 @@ def micro_events(micro: Micro, scale: float) -> tuple[int, int]:
 
 
 class CostExecutor:
-    """Measures steps under callgrind; servers stay up across microbenchmarks."""
+    """Measures steps under callgrind; servers stay up across microbenchmarks. Counts are simulated,
+    so several servers may be measured at once (options.cost_jobs): each uses its own core."""
     mode = "cost"
 
     def __init__(self, fleet, options, labels: list[str]):
         from .targets.base import chown_tree
         self.fleet, self.options, self.labels = fleet, options, labels
+        self.concurrency = max(1, options.cost_jobs)
         # One method for every target, or their counts would not compare: a toggle function is a
         # candidate only if every binary has it, and is kept only if every server enters it (probed
         # at the first start); with none left the whole run uses the window method.
@@ -231,7 +233,8 @@ class CostExecutor:
             if inst.run_as:
                 chown_tree(out, inst.run_as)
             self.out_dirs[label] = out
-        self.control = CallgrindControl(fleet.runner("callgrind"))
+        # Per target: measurements of several targets may run at once and each keeps its own log.
+        self.control = {label: CallgrindControl(fleet.runner(label)) for label in labels}
         self.long_lived: dict[str, set[int]] = {}   # a postmaster's own children (checkpointer, ...)
 
     def _use_candidate(self) -> None:
@@ -264,7 +267,7 @@ class CostExecutor:
                 continue
             before = set(self.out_dirs[label].glob("callgrind.out.*"))
             server.query("SELECT 1", what="cost probe")
-            self.control.dump(server.proc.pid)
+            self.control[label].dump(server.proc.pid)
             if Counts.of_files(new_files(self.out_dirs[label], before)).get("Ir") <= 0:
                 missing.append(label)
         return missing
@@ -304,11 +307,11 @@ class CostExecutor:
             # Warms the simulated caches and the server's own with the same statements.
             server.runner.run(warm_argv, what="cost warm-up")
             before = set(out.glob("callgrind.out.*"))
-            self.control.zero(pid)
+            self.control[step.label].zero(pid)
             started = time.monotonic()
             output = server.runner.run(argv, what=f"sysbench {step.micro} (cost)").output
             seconds = time.monotonic() - started
-            self.control.dump(pid)
+            self.control[step.label].dump(pid)
             files = new_files(out, before)
             counts = Counts.of_files(files)
             queries = parse(output).queries

@@ -61,10 +61,17 @@ class BenchOptions:
     cost_scale: float = 1.0        # multiplies each microbenchmark's cost-mode event count
     cost_write_repeats: int = 3    # cost-mode blocks of a test that writes or reads what writes left
     cost_tolerance: float | None = None   # repeatability of one cost measurement (from the server recipe)
+    cost_jobs: int = 1             # cost-mode servers measured at once (simulated counts: no interference)
     server_options: list[str] = field(default_factory=list)
+
+    # How the run is executed, not what it measures: a resume may change these.
+    EXECUTION_ONLY = ("cost_jobs",)
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def identity(self) -> dict:
+        return {k: v for k, v in self.as_dict().items() if k not in self.EXECUTION_ONLY}
 
 
 def process_cpu_seconds(pid: int) -> tuple[float, float]:

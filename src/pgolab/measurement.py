@@ -79,8 +79,11 @@ class Sample:
 
 
 class Executor(Protocol):
-    """Measures steps of one mode. start_instance (re)starts every target's server fresh."""
+    """Measures steps of one mode. start_instance (re)starts every target's server fresh.
+    concurrency: how many steps of distinct targets it may measure at once (1 unless its
+    figures cannot be disturbed by what runs beside them)."""
     mode: str
+    concurrency: int
 
     def start_instance(self, micro: Micro, instance: int) -> None: ...
     def measure(self, micro: Micro, step: Step) -> Sample: ...

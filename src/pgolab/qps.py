@@ -23,6 +23,7 @@ RESUME_HINT = "stored samples are kept; fix the cause and run the same command t
 
 class QpsExecutor:
     mode = "qps"
+    concurrency = 1   # wall-clock figures: one slice at a time
 
     def __init__(self, fleet: Fleet, options: BenchOptions, labels: list[str]):
         self.fleet, self.options, self.labels = fleet, options, labels

@@ -12,10 +12,15 @@ half-width, further instances are added until every variant's per-microbenchmark
 interval is that narrow, the time budget is spent or max_instances is reached.
 Everything is decided from the store, so a resumed run makes the same decisions
 and never measures a stored step twice.
+
+An executor whose figures do not depend on what else runs (cost mode: simulated counts)
+says so with `concurrency` > 1: the steps are then measured in rounds of distinct targets,
+that many at once, and stored in their planned order.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
@@ -49,6 +54,17 @@ def start_order(labels: list[str], instance: int) -> list[str]:
     QPS run started and warmed them in one order every time, and the A/A copy (listed last) came
     out 1.116 [1.045, 1.192] over 4 tests: whatever the order does is now spread over instances."""
     return list(labels) if instance % 2 == 1 else list(reversed(labels))
+
+
+def rounds(steps: list[Step]) -> list[list[Step]]:
+    """Consecutive groups in which no target appears twice: one server measures one step at a time,
+    and a target's steps keep their order."""
+    out: list[list[Step]] = []
+    for step in steps:
+        if not out or any(s.label == step.label for s in out[-1]):
+            out.append([])
+        out[-1].append(step)
+    return out
 
 
 def block_order(labels: list[str], instance: int, block: int) -> list[str]:
@@ -117,13 +133,47 @@ class Scheduler:
         return [s for s in self.instance_steps(mode, micro, instance) if not self.store.has(self.run_id, s)]
 
     def _measure(self, micro: Micro, steps: list[Step], executor: Executor) -> None:
-        for step in steps:
-            self.progress.text = (f"{step.mode} · {step.micro} · {step.label} · instance {step.instance}"
-                                  f" block {step.block}")
-            self.on_step(self.progress)
-            self.store.add(self.run_id, executor.measure(micro, step), micro.group)
-            self.progress.done += 1
+        width = max(1, getattr(executor, "concurrency", 1))
+        if width == 1:
+            for step in steps:
+                self._show([step])
+                self._store(micro, executor.measure(micro, step))
+        else:
+            with ThreadPoolExecutor(width, thread_name_prefix=f"measure-{executor.mode}") as pool:
+                for group in rounds(steps):
+                    self._show(group)
+                    self._measure_together(micro, group, executor, pool)
         self.on_step(self.progress)
+
+    def _measure_together(self, micro: Micro, group: list[Step], executor: Executor,
+                          pool: ThreadPoolExecutor) -> None:
+        """Every finished sample of the round is stored before the first error is raised."""
+        futures = [pool.submit(executor.measure, micro, step) for step in group]
+        error: BaseException | None = None
+        try:
+            for future in futures:
+                try:
+                    sample = future.result()
+                except Exception as exc:
+                    error = error or exc
+                    continue
+                self._store(micro, sample)
+        except BaseException:          # Ctrl-C while waiting: take no new step
+            for future in futures:
+                future.cancel()
+            raise
+        if error is not None:
+            raise error
+
+    def _show(self, steps: list[Step]) -> None:
+        first = steps[0]
+        self.progress.text = (f"{first.mode} · {first.micro} · {' + '.join(s.label for s in steps)} · "
+                              f"instance {first.instance} block {first.block}")
+        self.on_step(self.progress)
+
+    def _store(self, micro: Micro, sample) -> None:
+        self.store.add(self.run_id, sample, micro.group)
+        self.progress.done += 1
 
     # -- decisions from the store ---------------------------------------------
     def _excluded(self, mode: str) -> set[tuple[str, int, int]]:
