@@ -139,10 +139,16 @@ class Scheduler:
                 self._show([step])
                 self._store(micro, executor.measure(micro, step))
         else:
-            with ThreadPoolExecutor(width, thread_name_prefix=f"measure-{executor.mode}") as pool:
+            pool = ThreadPoolExecutor(width, thread_name_prefix=f"measure-{executor.mode}")
+            try:
                 for group in rounds(steps):
                     self._show(group)
                     self._measure_together(micro, group, executor, pool)
+            except BaseException:
+                # Do not wait for steps still running: the caller stops their servers, which ends them.
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown()
         self.on_step(self.progress)
 
     def _measure_together(self, micro: Micro, group: list[Step], executor: Executor,
@@ -150,18 +156,13 @@ class Scheduler:
         """Every finished sample of the round is stored before the first error is raised."""
         futures = [pool.submit(executor.measure, micro, step) for step in group]
         error: BaseException | None = None
-        try:
-            for future in futures:
-                try:
-                    sample = future.result()
-                except Exception as exc:
-                    error = error or exc
-                    continue
-                self._store(micro, sample)
-        except BaseException:          # Ctrl-C while waiting: take no new step
-            for future in futures:
-                future.cancel()
-            raise
+        for future in futures:
+            try:
+                sample = future.result()
+            except Exception as exc:
+                error = error or exc
+                continue
+            self._store(micro, sample)
         if error is not None:
             raise error
 
