@@ -150,3 +150,36 @@ def test_exact_figures_do_not_inherit_the_noise_of_repeated_ones():
     assert read.half_width < 0.006 and read.verdict() == "faster"
     assert write.half_width > 0.1 and write.verdict() == "inconclusive"
     assert suite.summary(["read"]).half_width < 0.006
+
+
+def test_a_server_state_offset_shared_by_every_test_stays_in_the_cost_interval():
+    """Cost mode keeps one server per target for the whole suite. After the writes, each server's
+    state differs a little, the same way for every later test: repeats on that pair of servers
+    cannot see it, and averaging over tests must not shrink it away (an A/A copy read 0.997
+    [0.996, 0.998], 'slower', when it did)."""
+    rng = np.random.default_rng(7)
+    offset = math.log(0.997)   # the copy's state: 0.3 % fewer instructions in every post-write test
+    obs = {f"t{i}": [Observation(1, b, offset + rng.normal(0, 0.0005)) for b in (1, 2, 3)] for i in range(9)}
+    suite = SuiteEstimates.of(obs, tolerance=0.005)
+    summary = suite.summary()
+    assert summary.low < 1.0 < summary.high and summary.verdict() == "same"
+    assert 0.004 < summary.half_width < 0.006
+    # A real effect is still resolved.
+    real = SuiteEstimates.of({k: [Observation(1, o.block, o.log_ratio + math.log(1.07)) for o in v]
+                              for k, v in obs.items()}, tolerance=0.005)
+    assert real.summary().verdict() == "faster" and real.summary().low > 1.05
+
+
+def test_cost_intervals_cover_a_shared_server_offset_in_simulated_a_a_runs():
+    """Coverage on synthetic A/A cost runs: each run's copy has its own state offset (sd 0.2 %),
+    shared by its 9 repeated tests, plus repeat noise (sd 0.1 %). The 95 % summary interval
+    must contain 1.0 in at least 95 % of runs."""
+    rng = np.random.default_rng(11)
+    covered = 0
+    runs = 2000
+    for _ in range(runs):
+        offset = rng.normal(0, 0.002)
+        obs = {f"t{i}": [Observation(1, b, offset + rng.normal(0, 0.001)) for b in (1, 2, 3)] for i in range(9)}
+        s = SuiteEstimates.of(obs, tolerance=0.005).summary()
+        covered += s.low <= 1.0 <= s.high
+    assert covered / runs >= 0.95
