@@ -304,17 +304,23 @@ def noise_note(a: Analysis, options: dict) -> str:
 
 
 def multiple_comparisons_note(tables: list[Table], cost_tolerance: float) -> str:
-    """Counts the sampled (QPS-mode) verdicts of the per-microbenchmark table."""
+    """Counts the verdicts of the per-microbenchmark table, each mode's apart."""
     micro = next(t for t in tables if t.key == "micro")
-    sampled = [f"{f.key}_verdict" for f in FIGURES if f.mode == "qps"]
-    verdicts = [r.get(c) for r in micro.rows for c in sampled if r.get(c)]
-    tests = len(verdicts)
-    decided = sum(1 for v in verdicts if v in ("faster", "slower"))
-    return (f"The per-microbenchmark table holds {tests} QPS-mode verdicts at 95% confidence, {decided} of them "
-            f"'faster' or 'slower'. If no build differed from the base, about "
-            f"{stats.expected_false_verdicts(tests):.1f} would still read 'faster' or 'slower' by chance; read "
-            f"single rows with that in mind, and the per-build and per-group rows first. Cost verdicts rest on "
-            f"a ±{cost_tolerance * 100:.1f}% repeatability bound (or on repeats), not on sampling, and are not subject to this.")
+    parts = []
+    for mode in ("qps", "cost"):
+        columns = [f"{f.key}_verdict" for f in FIGURES if f.mode == mode]
+        verdicts = [r.get(c) for r in micro.rows for c in columns if r.get(c)]
+        if verdicts:
+            decided = sum(1 for v in verdicts if v in ("faster", "slower"))
+            parts.append(f"{len(verdicts)} {mode.upper() if mode == 'qps' else mode}-mode verdicts, {decided} of "
+                         f"them 'faster' or 'slower' (about {stats.expected_false_verdicts(len(verdicts)):.1f} by "
+                         f"chance if no build differed)")
+    if not parts:
+        return "No per-microbenchmark verdicts."
+    return ("At 95% confidence the per-microbenchmark table holds " + "; ".join(parts) + ". Read single rows with "
+            "that in mind, and the per-build and per-group rows first. Cost intervals rest on a "
+            f"±{cost_tolerance * 100:.1f}% repeatability bound plus the repeats' own variance: on tests that write, "
+            "or read what writes left, two servers' states can differ by more than that bound.")
 
 
 METHOD_NOTE = (
