@@ -208,6 +208,8 @@ def prepare_golden(base: BenchTarget, workdir: Path, options: BenchOptions, runn
                         f"--tables={options.tables}", f"--table-size={options.table_size}", "--threads=1",
                         # Seeded: every data family's golden copy holds the same rows.
                         "--rand-seed=1", "prepare"], what="sysbench prepare")
+            for sql in inst.after_load_sql:
+                server.query(sql, database=BENCH_DATABASE, what="settle the loaded data")
     finally:
         shutil.rmtree(rundir, ignore_errors=True)
     done.touch()

@@ -121,6 +121,7 @@ class MariaDBInstallation:
     forks_backends: bool = False              # one process: counters are zeroed and dumped around a run
     data_version_parts: int = 2               # 10.11.x share a data directory format; 11.8 is another
     cost_repeatability: float = 0.005         # A/A read-only instructions agreed within 0.1 % here
+    after_load_sql: tuple[str, ...] = ()      # run once on freshly loaded benchmark data: nothing needed
 
     @classmethod
     def system(cls, binary: Path = Path("/usr/sbin/mariadbd")) -> "MariaDBInstallation":
