@@ -5,9 +5,9 @@
 # Many hours of building on 2 cores: run it in the background and again after any interrupt.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-OUT=docs/results/mariadb-10.11-matrix
-P=.venv/bin/pgolab
-bash scripts/setup.sh
+OUT=${PROOF_OUT:-docs/results/mariadb-10.11-matrix}
+P=${PGOLAB:-.venv/bin/pgolab}
+mkdir -p "$OUT"; bash scripts/setup.sh >/dev/null
 S=$($P source mariadb --version 10.11.18)
 V=$($P variants --json | python3 -c 'import json,sys; print(",".join(v["name"] for v in json.load(sys.stdin)))')
 V="$V,rel_pgo_use_bolt,rel_lto_pgo_use_clang_bolt"

@@ -2,11 +2,21 @@
 # The measurement proof run (issue 8), in the order it runs. Every step resumes if run again:
 # builds skip finished phases, a bench run with the same --run skips stored samples (and refuses
 # to continue a run whose options, host or binaries differ).
+#   bash run.sh                      the steps still open: builds full-both-2
+#   bash run.sh aa cost-check ...    named steps; aa, cost-check, cost-quick-4 and full-both are the
+#                                    commands of finished runs (pgolab refuses to resume them with
+#                                    other binaries, e.g. after the builds were made again)
+# PROOF_OUT puts the stores and reports in another folder (docs/results/queue.sh keeps them under
+# pgolab's home, which outlives a work tree).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-OUT=docs/results/mariadb-10.11-measurement
-P=.venv/bin/pgolab
-bash scripts/setup.sh
+OUT=${PROOF_OUT:-docs/results/mariadb-10.11-measurement}
+P=${PGOLAB:-.venv/bin/pgolab}
+STEPS=${*:-builds full-both-2}
+want() { [[ " $STEPS " == *" $1 "* ]]; }
+bash scripts/setup.sh >/dev/null
+S=$($P source mariadb --version 10.11.18)
+base_binary() { ls -d "${PGOLAB_HOME:-/var/cache/pgolab}"/builds/mariadb-10.11.18-*/rel_o2nofp/final/install/bin/mariadbd | head -1; }
 
 # 1. A/A attempts: Debian's mariadbd against itself, quick suite, one idea at a time.
 #    Stored in aa.sqlite; each report in aa-<name>/.
@@ -15,31 +25,49 @@ aa() {
   $P bench --base a --binary a=/usr/sbin/mariadbd --binary b=/usr/sbin/mariadbd --suite quick --measure qps \
     --run "aa-$name" --store $OUT/aa.sqlite --out "$OUT/aa-$name" "$@" > "$OUT/aa-$name.txt"
 }
-aa unpinned-1-instance --no-pin --instances 1 --blocks 8 --seconds 2
-aa pinned-1-instance            --instances 1 --blocks 8 --seconds 2
-aa pinned-2-instances           --instances 2 --blocks 4 --seconds 2
-aa target-ci-3pct               --instances 2 --blocks 4 --seconds 2 --target-ci 3% --max-instances 6 --pair-budget 120
+if want aa; then
+  aa unpinned-1-instance --no-pin --instances 1 --blocks 8 --seconds 2
+  aa pinned-1-instance            --instances 1 --blocks 8 --seconds 2
+  aa pinned-2-instances           --instances 2 --blocks 4 --seconds 2
+  aa target-ci-3pct               --instances 2 --blocks 4 --seconds 2 --target-ci 3% --max-instances 6 --pair-budget 120
+fi
 
 # 2. The builds (each ends with a smoke test).
-S=$($P source mariadb --version 10.11.18)
-for v in rel_o2nofp rel_lto rel_pgo_use rel_lto_pgo_use_clang; do
-  $P build "$S" --variant "$v"
-done
-BASE=$(ls -d /var/cache/pgolab/builds/mariadb-10.11.18-*/rel_o2nofp/final/install/bin/mariadbd | head -1)
+if want builds || want full-both-2; then
+  for v in rel_o2nofp rel_lto rel_pgo_use rel_lto_pgo_use_clang; do
+    $P build "$S" --variant "$v" </dev/null
+  done
+fi
 
 # 2b. Cost-mode repeatability check (README section 1): the -O2 build, an A/A copy of it, Debian's.
-$P bench --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --binary aa="$BASE" --measure cost \
-  --suite quick --cost-scale 0.25 --table-size 10000 --run clicheck --store $OUT/cost-check.sqlite
-$P report clicheck --store $OUT/cost-check.sqlite --out $OUT/cost-check
+if want cost-check; then
+  $P bench --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --binary aa="$(base_binary)" --measure cost \
+    --suite quick --cost-scale 0.25 --table-size 10000 --run clicheck --store $OUT/cost-check.sqlite
+  $P report clicheck --store $OUT/cost-check.sqlite --out $OUT/cost-check
+fi
 
 # 3. Cost mode, quick suite, 4 targets: the time it takes, and repeats of the same binary
 #    (as run: the -O2 build, an A/A copy of it, Debian's mariadbd twice; 659 s).
-$P bench --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --binary aa="$BASE" \
-  --binary distro2=/usr/sbin/mariadbd --suite quick --measure cost --run cost-quick-4 \
-  --store $OUT/results.sqlite --out $OUT/cost-quick-4 > $OUT/cost-quick-4.txt
+if want cost-quick-4; then
+  $P bench --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --binary aa="$(base_binary)" \
+    --binary distro2=/usr/sbin/mariadbd --suite quick --measure cost --run cost-quick-4 \
+    --store $OUT/results.sqlite --out $OUT/cost-quick-4 > $OUT/cost-quick-4.txt
+fi
 
 # 4. The proof: four builds, Debian's mariadbd and an A/A copy of the base, both measures, full suite.
-$P bench --base rel_o2nofp --variant rel_lto --variant rel_pgo_use --variant rel_lto_pgo_use_clang \
-  --source "$S" --binary distro=/usr/sbin/mariadbd --binary aa="$BASE" --suite full --measure cost,qps \
-  --instances 2 --blocks 4 --seconds 3 --target-ci 3% --max-instances 4 --pair-budget 120 \
-  --run full-both --store $OUT/results.sqlite --out $OUT/full-both > $OUT/full-both.txt
+#    Its cost part finished; its binaries were lost with their machine, so its QPS part is step 5.
+if want full-both; then
+  $P bench --base rel_o2nofp --variant rel_lto --variant rel_pgo_use --variant rel_lto_pgo_use_clang \
+    --source "$S" --binary distro=/usr/sbin/mariadbd --binary aa="$(base_binary)" --suite full --measure cost,qps \
+    --instances 2 --blocks 4 --seconds 3 --target-ci 3% --max-instances 4 --pair-budget 120 \
+    --run full-both --store $OUT/results.sqlite --out $OUT/full-both > $OUT/full-both.txt
+fi
+
+# 5. The same targets rebuilt (2026-11-23, second machine), QPS first, then cost: 2 instances of
+#    4 paired 2-second blocks per test (about 3 minutes per test for 6 targets here).
+if want full-both-2; then
+  $P bench --base rel_o2nofp --variant rel_lto --variant rel_pgo_use --variant rel_lto_pgo_use_clang \
+    --source "$S" --binary distro=/usr/sbin/mariadbd --binary aa="$(base_binary)" --suite full --measure qps,cost \
+    --instances 2 --blocks 4 --seconds 2 --cost-jobs 2 \
+    --run full-both-2 --store $OUT/results.sqlite --out $OUT/full-both-2 </dev/null > $OUT/full-both-2.txt
+fi

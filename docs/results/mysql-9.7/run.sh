@@ -4,9 +4,9 @@
 # cost and QPS, with Debian 12's mariadbd beside them. Every step resumes when run again.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-OUT=docs/results/mysql-9.7
-P=.venv/bin/pgolab
-bash scripts/setup.sh
+OUT=${PROOF_OUT:-docs/results/mysql-9.7}
+P=${PGOLAB:-.venv/bin/pgolab}
+mkdir -p "$OUT"; bash scripts/setup.sh >/dev/null
 S=$($P source mysql --version 9.7.2)
 for v in rel_o2nofp rel_pgo_use rel_lto rel_lto_pgo_use_clang; do
   $P build "$S" --variant "$v" </dev/null

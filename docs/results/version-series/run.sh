@@ -4,9 +4,9 @@
 # stored run (labels <server>-<version>:<variant>; base: MariaDB 10.11.18's rel_o2nofp). Resumable.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-OUT=docs/results/version-series
-P=.venv/bin/pgolab
-bash scripts/setup.sh
+OUT=${PROOF_OUT:-docs/results/version-series}
+P=${PGOLAB:-.venv/bin/pgolab}
+mkdir -p "$OUT"; bash scripts/setup.sh >/dev/null
 $P matrix mariadb=10.11.18 mariadb=11.8.6 mysql=9.7.2 --variants rel_o2nofp,rel_lto_pgo_use_clang \
   --base rel_o2nofp --suite full --measure cost,qps --instances 2 --blocks 4 --seconds 3 \
   --run version-series --store $OUT/results.sqlite --out $OUT/report > $OUT/report.txt

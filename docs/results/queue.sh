@@ -1,0 +1,46 @@
+#!/bin/bash
+# Every proof run still open, in the order the issues rank them; each step resumes where it stopped.
+# Start it early in a session, and let it run while you work:
+#   nohup bash docs/results/queue.sh >> /var/cache/pgolab/queue.log 2>&1 &
+# Copy what it has so far (finished or partial) into this checkout, to commit it:
+#   bash docs/results/queue.sh --collect
+# It runs a copy of this checkout's committed code under pgolab's home (proof-code, refreshed at each
+# start), and keeps stores and reports under $PGOLAB_HOME/proofs/<folder>, seeded from docs/results:
+# both outlive the work tree, which a new session lays anew.
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+export PGOLAB_HOME=${PGOLAB_HOME:-/var/cache/pgolab}
+CODE=$PGOLAB_HOME/proof-code
+PROOFS=$PGOLAB_HOME/proofs
+ORDER=(mariadb-10.11-measurement postgresql-15-matrix mariadb-10.11-matrix mysql-9.7 version-series)
+
+collect() {   # SQLite files through the backup API: a run may be writing to them
+  for d in "${ORDER[@]}"; do
+    [ -d "$PROOFS/$d" ] || continue
+    tar -C "$PROOFS/$d" --exclude='*.sqlite*' -cf - . | tar -C "$REPO/docs/results/$d" -xf -
+    for db in "$PROOFS/$d"/*.sqlite; do
+      [ -f "$db" ] || continue
+      python3 -c 'import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d); d.close()' \
+        "$db" "$REPO/docs/results/$d/$(basename "$db")"
+    done
+    echo "collected $d"
+  done
+}
+if [ "${1:-}" = --collect ]; then collect; exit 0; fi
+
+mkdir -p "$PROOFS"
+if [ -d "$CODE/.git" ]; then
+  git -C "$CODE" fetch -q "$REPO" HEAD && git -C "$CODE" checkout -qf FETCH_HEAD
+else
+  git clone -q "$REPO" "$CODE"
+fi
+echo "=== $(date -Is) queue at $(git -C "$CODE" log --oneline -1)"
+for d in "${ORDER[@]}"; do
+  [ -d "$PROOFS/$d" ] || cp -r "$REPO/docs/results/$d" "$PROOFS/$d"
+  echo "=== $(date -Is) $d"
+  if PROOF_OUT=$PROOFS/$d PGOLAB=$CODE/.venv/bin/pgolab bash "$CODE/docs/results/$d/run.sh"; then
+    echo "=== $(date -Is) $d finished"
+  else
+    echo "=== $(date -Is) $d stopped (exit $?): see its output above; the next one starts"
+  fi
+done
