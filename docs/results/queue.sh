@@ -12,7 +12,9 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 export PGOLAB_HOME=${PGOLAB_HOME:-/var/cache/pgolab}
 CODE=$PGOLAB_HOME/proof-code
 PROOFS=$PGOLAB_HOME/proofs
-ORDER=(mariadb-10.11-measurement postgresql-15-matrix mariadb-10.11-matrix mysql-9.7 version-series)
+# MySQL before the MariaDB matrix: that matrix's 22 builds take most of a day, and no mysqld has been
+# built yet (issue 10's lifecycle and mix tests wait for one).
+ORDER=(mariadb-10.11-measurement postgresql-15-matrix mysql-9.7 mariadb-10.11-matrix version-series)
 
 collect() {   # SQLite files through the backup API: a run may be writing to them
   for d in "${ORDER[@]}"; do
