@@ -91,6 +91,24 @@ def synthetic_store(tmp_path, speedup=1.25):
     return store
 
 
+def test_wall_clock_and_cost_figures_stand_side_by_side_per_group(tmp_path):
+    store = synthetic_store(tmp_path)
+    run_id = store.run("r")["id"]
+    for micro, group in (("point-1/point-query", "point-1"), ("writes/insert", "writes")):
+        for position, label in enumerate(("a", "b")):
+            cost = 1000.0 / (1.1 if label == "b" else 1.0)    # b needs 1/1.1 of a's cycles
+            store.add(run_id, Sample(Step("cost", micro, 1, 1, position, label),
+                                     {"cycles": cost, "instructions": cost, "i1_misses": cost / 10}, 1.0), group)
+    data = report.compute(store, "r")
+    rows = {(r["group"], r["build"]): r for r in data.table("modes").rows}
+    assert set(rows) == {("point-1", "b"), ("writes", "b")}
+    for row in rows.values():
+        assert row["qps"].value == pytest.approx(1.25 * 1.001, rel=1e-3)
+        assert row["cycles"].value == pytest.approx(1.1) and row["i1_misses"].value == pytest.approx(1.1)
+    # A run of one mode has nothing to put side by side.
+    assert "modes" not in [t.key for t in report.compute(synthetic_store(tmp_path / "one"), "r").tables]
+
+
 def test_the_model_computed_from_a_store_has_the_known_answers(tmp_path):
     data = report.compute(synthetic_store(tmp_path), "r")
     build = data.table("builds").rows[0]

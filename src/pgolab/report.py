@@ -168,6 +168,27 @@ def groups_table(a: Analysis) -> Table:
                       "with its interval.")
 
 
+def modes_table(a: Analysis) -> Table | None:
+    """Per group and build, the wall-clock and the cost figures side by side (geometric means), so
+    that what callgrind counts can be read against what the clock saw. Only for runs with both."""
+    figs = [f for f in a.present() if f.headline]
+    if len({f.mode for f in figs}) < 2:
+        return None
+    columns = [Column("group", "group"), Column("build", "build")] + [Column(f.key, f.ratio_name) for f in figs]
+    rows = []
+    for group in a.groups():
+        for label in a.labels:
+            row = {"group": group, "build": label}
+            for f in figs:
+                suite = a.suites.get((f.key, label))
+                present = [k for k in a.micros_of(group) if suite and k in suite.micros]
+                row[f.key] = suite.summary(present) if present else None
+            rows.append(row)
+    return Table("modes", "Per group: wall clock and cost side by side", columns, rows,
+                 note="Geometric means over the group's microbenchmarks with 95% intervals; the per-group table "
+                      "gives each one's min, max, median and verdict.")
+
+
 def micro_table(a: Analysis) -> Table:
     figs = [f for f in a.present() if f.headline]
     columns = [Column("group", "group"), Column("micro", "microbenchmark"), Column("build", "build")]
@@ -365,7 +386,11 @@ def compute(store: Store, run_ref: str | int | None) -> Report:
     methods = {}
     for s in store.samples(run["id"], "cost"):
         methods.setdefault(s.step.label, s.detail.get("method", ""))
-    tables = [builds_table(a), groups_table(a), micro_table(a)]
+    tables = [builds_table(a), groups_table(a)]
+    side_by_side = modes_table(a)
+    if side_by_side:
+        tables.append(side_by_side)
+    tables.append(micro_table(a))
     cost = cost_table(a)
     if cost:
         tables.append(cost)
