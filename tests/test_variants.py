@@ -109,3 +109,36 @@ def test_bolt_keeps_relocations_and_gcc_keeps_functions_whole():
 
 def test_the_listed_variants_carry_no_bolt_so_the_published_20_stay_20():
     assert not any(v.bolt for v in variants.all_variants())
+
+
+def test_partial_training_is_a_gcc_pgo_use_axis():
+    v = variants.parse("rel_lto_pgo_use_partial")
+    assert v.partial and v.pgo == "use" and v.lto
+    f = variants.flags_for(v, GCC, profile_dir=PROFILE, build_dir=BUILD)
+    assert f.compile[-1] == "-fprofile-partial-training" and f"-fprofile-use={PROFILE}" in f.compile
+    # It shares the instrumented build of the variant without it.
+    assert v.instrumented() == variants.parse("rel_lto_pgo_use").instrumented()
+    assert variants.parse("rel_pgo_use_partial_bolt").bolt
+    assert "-fprofile-partial-training" not in variants.flags_for(variants.parse("rel_pgo_use"), GCC,
+                                                                  profile_dir=PROFILE, build_dir=BUILD).compile
+
+
+@pytest.mark.parametrize("bad", ["rel_partial", "rel_pgo_gen_partial", "rel_pgo_use_partial_clang",
+                                 "rel_partial_pgo_use"])
+def test_partial_training_elsewhere_is_refused(bad):
+    with pytest.raises(PgolabError) as err:
+        variants.parse(bad)
+    assert "pgolab variants" in (err.value.hint or "")
+
+
+def test_this_gcc_accepts_the_partial_training_flags(tmp_path):
+    """The real compiler takes a `_partial` build's flags (gcc 10 added the switch)."""
+    import subprocess
+    from conftest import need
+    need("gcc")
+    (tmp_path / "f.c").write_text("int f(int x) { return x * 2; }\n")
+    flags = variants.flags_for(variants.parse("rel_pgo_use_partial"), GCC, profile_dir=tmp_path / "profile",
+                               build_dir=tmp_path)
+    result = subprocess.run(["gcc", "-O2", *flags.compile, "-Werror", "-c", "f.c", "-o", "f.o"], cwd=tmp_path,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -4,7 +4,9 @@ Names follow the convention of the published MySQL 8.0.28 compiler study:
 ``rel`` (CMAKE_BUILD_TYPE=Release, -O3) then, in this order, ``_o2nofp``
 (-O2 -fno-omit-frame-pointer), ``_native`` (-march=native -mtune=native),
 ``_lto``, ``_pgo_gen`` / ``_pgo_use``, ``_clang`` (gcc when absent), and pgolab's own
-``_bolt`` last: post-link layout (BOLT) of that build, which is not part of the study.
+``_partial`` after ``_pgo_use`` (gcc's -fprofile-partial-training: code the training never ran
+is optimized as usual instead of for size) and ``_bolt`` last: post-link layout (BOLT) of that
+build. Neither is part of the study.
 
 Flags are always *added* after the build type's own flags (see targets), never
 put in place of them: MariaDB loses -DNDEBUG otherwise and fails to compile.
@@ -31,6 +33,7 @@ class Variant:
     native: bool = False
     lto: bool = False
     pgo: str = "none"
+    partial: bool = False     # gcc -fprofile-partial-training on the optimized build
     bolt: bool = False
 
     @property
@@ -44,6 +47,8 @@ class Variant:
             parts.append("lto")
         if self.pgo != "none":
             parts.append(f"pgo_{self.pgo}")
+        if self.partial:
+            parts.append("partial")
         if self.compiler == "clang":
             parts.append("clang")
         if self.bolt:
@@ -56,7 +61,7 @@ class Variant:
 
     def instrumented(self) -> "Variant":
         """The profile-generating build that feeds this PGO variant."""
-        return replace(self, pgo="gen", bolt=False)
+        return replace(self, pgo="gen", partial=False, bolt=False)
 
     def without_bolt(self) -> "Variant":
         return replace(self, bolt=False)
@@ -70,6 +75,8 @@ class Variant:
             bits.append("LTO")
         if self.pgo == "use":
             bits.append("PGO (instrument, train, optimize)")
+        if self.partial:
+            bits.append("-fprofile-partial-training")
         elif self.pgo == "gen":
             bits.append("PGO instrumented (writes profiles)")
         if self.bolt:
@@ -77,7 +84,7 @@ class Variant:
         return ", ".join(bits)
 
 
-_TOKENS = ("o2nofp", "native", "lto", "pgo_gen", "pgo_use", "clang", "bolt")
+_TOKENS = ("o2nofp", "native", "lto", "pgo_gen", "pgo_use", "partial", "clang", "bolt")
 
 
 def parse(name: str) -> Variant:
@@ -100,8 +107,11 @@ def parse(name: str) -> Variant:
         native="native" in seen,
         lto="lto" in seen,
         pgo="use" if "pgo_use" in seen else "gen" if "pgo_gen" in seen else "none",
+        partial="partial" in seen,
         bolt="bolt" in seen,
     )
+    if variant.partial and (variant.pgo != "use" or variant.compiler != "gcc"):
+        raise _unknown(name, "_partial is gcc's -fprofile-partial-training: it follows _pgo_use of a gcc build")
     if variant.bolt and variant.pgo == "gen":
         raise _unknown(name, "an instrumented build is not laid out by BOLT; "
                              f"did you mean {replace(variant, pgo='use').name}?")
@@ -113,7 +123,7 @@ def parse(name: str) -> Variant:
 def _unknown(name: str, extra: str = "") -> PgolabError:
     return PgolabError(
         f"unknown variant {name!r}" + (f" ({extra})" if extra else ""),
-        hint="names are rel[_o2nofp][_native][_lto][_pgo_gen|_pgo_use][_clang][_bolt]; "
+        hint="names are rel[_o2nofp][_native][_lto][_pgo_gen|_pgo_use[_partial]][_clang][_bolt]; "
              "`pgolab variants` lists them")
 
 
@@ -126,11 +136,13 @@ def published() -> list[Variant]:
 
 
 def all_variants() -> list[Variant]:
-    """Every combination of the compiler axes (published ones first), without BOLT."""
+    """Every combination of the compiler axes (published ones first), without BOLT; gcc's PGO builds
+    also with -fprofile-partial-training."""
     pub = published()
     rest = [Variant(compiler=c, o2nofp=o, native=n, lto=l, pgo=p)
             for p, n, o, l, c in itertools.product(("use", "gen", "none"), (False, True), (True, False),
                                                    (False, True), COMPILERS)]
+    rest += [replace(v, partial=True) for v in rest if v.pgo == "use" and v.compiler == "gcc"]
     return pub + [v for v in rest if v not in pub]
 
 
@@ -171,6 +183,8 @@ def flags_for(variant: Variant, toolchain, *, profile_dir: Path | None = None,
         tool = toolchain.profile
         make = tool.generate_flags if variant.pgo == "gen" else tool.use_flags
         flags.compile += make(profile_dir, build_dir)
+        if variant.partial:
+            flags.compile += list(family.partial_training_flags)
     if variant.bolt:
         flags.compile += list(family.bolt_flags)
         flags.link += BOLT_LINK_FLAGS
