@@ -165,3 +165,33 @@ def test_a_version_1_store_is_migrated_and_reported(tmp_path):
     data = report.compute(Store(path), "old")
     assert data.table("builds").rows[0]["qps"].value == pytest.approx(1.1)
     assert "one server instance only" in dict(data.notes)["Noise"]
+
+
+def test_a_version_series_compares_each_tree_with_the_first_at_equal_optimization(tmp_path):
+    """11.8's -O2 build runs at 0.9 of 10.11's; its LTO build at 0.918 of 10.11's LTO build."""
+    speed = {"mariadb-10.11.18:rel_o2nofp": 1.0, "mariadb-10.11.18:rel_lto": 1.05,
+             "mariadb-11.8.6:rel_o2nofp": 0.9, "mariadb-11.8.6:rel_lto": 0.9 * 1.05 * 1.02}
+    base = "mariadb-10.11.18:rel_o2nofp"
+    store = Store(tmp_path / "s.sqlite")
+    run_id, _ = store.create_or_resume_run("series", server="mariadb", base=base, suite="quick",
+                                           options={"modes": ["qps"]}, host={}, identity={}, command="test")
+    for label in speed:
+        store.add_target(run_id, label, "variant", f"/bin/{label}", "0" * 64, {"description": label})
+    for micro, group in (("point-1/point-query", "point-1"), ("writes/insert", "writes")):
+        for instance in (1, 2):
+            for block in range(1, 5):
+                drift = 1 + 0.1 * math.sin(block + 3 * instance)
+                for position, (label, s) in enumerate(speed.items()):
+                    store.add(run_id, Sample(Step("qps", micro, instance, block, position, label),
+                                             {"qps": 1000 * drift * s, "cpu_us": 1e6 / (1000 * drift * s)}, 2.0), group)
+    data = report.compute(store, "series")
+    rows = {r["variant"]: r for r in data.table("series").rows}
+    assert set(rows) == {"rel_o2nofp", "rel_lto"}
+    assert rows["rel_o2nofp"]["tree"] == "mariadb-11.8.6" and rows["rel_o2nofp"]["against"] == "mariadb-10.11.18"
+    assert rows["rel_o2nofp"]["qps"].value == pytest.approx(0.9) and rows["rel_o2nofp"]["qps_verdict"] == "slower"
+    assert rows["rel_lto"]["qps"].value == pytest.approx(0.918)
+    # The per-build table still reads everything against the base.
+    builds = {r["build"]: r for r in data.table("builds").rows}
+    assert builds["mariadb-11.8.6:rel_lto"]["qps"].value == pytest.approx(0.9 * 1.05 * 1.02)
+    # A run of one tree has no series table.
+    assert "series" not in [t.key for t in report.compute(synthetic_store(tmp_path / "one"), "r").tables]

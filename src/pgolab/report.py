@@ -75,6 +75,8 @@ class Analysis:
     base_by_instance: dict[str, dict[tuple[str, int], list[float]]]
     absolute: dict[tuple[str, str, str], float]             # (figure, micro, label) -> mean per query
     excluded: dict[tuple[str, str, int, int], str]
+    # (figure key, reference, label): a label against another target than the base (version series)
+    pairs: dict[tuple[str, str, str], stats.SuiteEstimates] = field(default_factory=dict)
 
     def present(self) -> list[Figure]:
         return [f for f in FIGURES if any((f.key, l) in self.suites for l in self.labels)]
@@ -87,6 +89,16 @@ class Analysis:
         return [m for m in self.micros if self.group_of[m] == group]
 
 
+def series_pairs(labels: list[str]) -> list[tuple[str, str]]:
+    """In a version series (labels `<server>-<version>:<variant>`, trees in the order given), each
+    later tree's build against the first tree's build of the same variant."""
+    by_variant: dict[str, list[str]] = defaultdict(list)
+    for label in labels:
+        if ":" in label:
+            by_variant[label.split(":", 1)[1]].append(label)
+    return [(same[0], later) for same in by_variant.values() for later in same[1:]]
+
+
 def analyse(store: Store, run_id: int, base: str, labels: list[str],
             cost_tolerance: float = DEFAULT_COST_TOLERANCE) -> Analysis:
     samples = store.samples(run_id)
@@ -94,7 +106,7 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
     micros = list(dict.fromkeys(s.step.micro for s in samples))
     group_of = {s.step.micro: s.group for s in samples}
     variants = [l for l in labels if l != base]
-    suites = {}
+    suites, pairs = {}, {}
     base_by_instance = defaultdict(lambda: defaultdict(list))
     absolute: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for mode in ("qps", "cost"):
@@ -109,13 +121,18 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
                 absolute[(figure.key, micro, label)].append(v)
                 if label == base:
                     base_by_instance[figure.key][(micro, inst)].append(v)
-            for label in variants:
-                obs = stats.paired_observations(values, base, label, figure.ratio_sign(), skip)
+            tolerance = cost_tolerance if mode == "cost" else None
+            series = series_pairs(labels)
+            for reference, label in dict.fromkeys([(base, l) for l in variants] + series):
+                obs = stats.paired_observations(values, reference, label, figure.ratio_sign(), skip)
                 if obs:
-                    suites[(figure.key, label)] = stats.SuiteEstimates.of(
-                        obs, tolerance=cost_tolerance if mode == "cost" else None)
+                    estimates = stats.SuiteEstimates.of(obs, tolerance=tolerance)
+                    if reference == base:
+                        suites[(figure.key, label)] = estimates
+                    if (reference, label) in series:
+                        pairs[(figure.key, reference, label)] = estimates
     return Analysis(base, variants, micros, group_of, suites, base_by_instance,
-                    {k: float(np.mean(v)) for k, v in absolute.items()}, excluded)
+                    {k: float(np.mean(v)) for k, v in absolute.items()}, excluded, pairs)
 
 
 # -- tables ---------------------------------------------------------------------
@@ -187,6 +204,32 @@ def modes_table(a: Analysis) -> Table | None:
     return Table("modes", "Per group: wall clock and cost side by side", columns, rows,
                  note="Geometric means over the group's microbenchmarks with 95% intervals; the per-group table "
                       "gives each one's min, max, median and verdict.")
+
+
+def series_table(a: Analysis) -> Table | None:
+    """A version series: is a later tree slower at equal optimization? Each later tree's build
+    against the first tree's build of the same variant, per headline figure, from the same paired
+    blocks as every other ratio. The per-build table says how far optimization takes each tree
+    from the base."""
+    pairs = sorted({(ref, label) for (_, ref, label) in a.pairs}, key=lambda p: a.labels.index(p[1]))
+    if not pairs:
+        return None
+    figs = [f for f in a.present() if f.headline]
+    columns = [Column("variant", "variant"), Column("tree", "tree"), Column("against", "against")]
+    for f in figs:
+        columns += [Column(f.key, f"{f.ratio_name} [95% CI]"), Column(f"{f.key}_verdict", "verdict")]
+    rows = []
+    for ref, label in pairs:
+        row = {"variant": label.split(":", 1)[1], "tree": label.split(":", 1)[0], "against": ref.split(":", 1)[0]}
+        for f in figs:
+            suite = a.pairs.get((f.key, ref, label))
+            e = suite.summary() if suite else None
+            row[f.key], row[f"{f.key}_verdict"] = e, e.verdict() if e else None
+        rows.append(row)
+    return Table("series", "Version series: each tree against the first, at equal optimization", columns, rows,
+                 note="Geometric mean over the suite; above 1 the later tree is better at the same variant. How "
+                      "much of a gap optimization closes: the per-build table, which reads every build of every "
+                      f"tree against the base, {a.base}.")
 
 
 def micro_table(a: Analysis) -> Table:
@@ -386,7 +429,11 @@ def compute(store: Store, run_ref: str | int | None) -> Report:
     methods = {}
     for s in store.samples(run["id"], "cost"):
         methods.setdefault(s.step.label, s.detail.get("method", ""))
-    tables = [builds_table(a), groups_table(a)]
+    tables = [builds_table(a)]
+    series = series_table(a)
+    if series:
+        tables.append(series)
+    tables.append(groups_table(a))
     side_by_side = modes_table(a)
     if side_by_side:
         tables.append(side_by_side)
