@@ -183,3 +183,20 @@ def test_postgresql_16_and_later_install_the_catalog_from_src_include(tmp_path):
     assert install_dirs(tmp_path) == POSTGRESQL_MAKE_DIRS
     (catalog / "Makefile").write_text("install: all\n\t$(INSTALL_DATA) postgres.bki '$(DESTDIR)$(datadir)/postgres.bki'\n")
     assert install_dirs(tmp_path) == POSTGRESQL_MAKE_DIRS + ["src/include"]
+
+
+def test_builds_can_be_listed_for_one_server_and_version(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+    from pgolab.cli import app
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path))
+    for server, version, label in (("mariadb", "10.11.18", "rel_lto"), ("postgresql", "15.18", "rel_pgo_use")):
+        folder = tmp_path / "builds" / f"{server}-{version}-0123456789" / label
+        folder.mkdir(parents=True)
+        (folder / "build.json").write_text(json.dumps({
+            "variant": label, "description": label, "server": server, "source": {"path": "/s", "version": version},
+            "toolchain": {}, "flags": {}, "server_binary": f"{folder}/final/install/bin/x",
+            "install_dir": f"{folder}/final/install", "logs": f"{folder}/logs"}))
+    both = CliRunner().invoke(app, ["builds", "--markdown"])
+    assert "rel_lto" in both.output and "rel_pgo_use" in both.output
+    pg = CliRunner().invoke(app, ["builds", "--markdown", "--server", "postgresql-15"])
+    assert pg.exit_code == 0 and "rel_pgo_use" in pg.output and "rel_lto" not in pg.output

@@ -458,10 +458,14 @@ def profile_check_cmd(
 
 @app.command("builds")
 def builds_cmd(as_json: bool = typer.Option(False, "--json"),
-               markdown: bool = typer.Option(False, "--markdown", help="a Markdown table")) -> None:
+               markdown: bool = typer.Option(False, "--markdown", help="a Markdown table"),
+               server: Optional[str] = typer.Option(None, "--server",
+                                                    help="only builds of this server, or server and version "
+                                                         "start: postgresql, mariadb-10.11, mysql-9.7.2")) -> None:
     """List finished builds: binary, wall and CPU time, profile use, smoke test answer."""
     from .record import BuildRecord
-    records = BuildRecord.all()
+    records = [r for r in BuildRecord.all()
+               if not server or f"{r.server}-{r.source['version']}".startswith(server)]
     if as_json:
         out.print_json(json.dumps([r.as_dict() for r in records]))
         return

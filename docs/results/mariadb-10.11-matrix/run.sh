@@ -19,6 +19,6 @@ $P matrix "$S" --variants "$V" --base rel_o2nofp --binary distro=/usr/sbin/maria
 $P matrix "$S" --variants "$V" --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --measure qps \
   --suite quick --instances 2 --blocks 4 --seconds 2 \
   --run mariadb-matrix-qps --store $OUT/results.sqlite --out $OUT/qps > $OUT/qps.txt
-$P builds --markdown > $OUT/builds.md
+$P builds --markdown --server mariadb-10.11.18 > $OUT/builds.md
 cp "${PGOLAB_HOME:-/var/cache/pgolab}/runs/mariadb-matrix-cost/matrix-timing.jsonl" $OUT/cost-timing.jsonl
 cp "${PGOLAB_HOME:-/var/cache/pgolab}/runs/mariadb-matrix-qps/matrix-timing.jsonl" $OUT/qps-timing.jsonl

@@ -17,7 +17,7 @@ PGOLAB_MYSQLD=$(ls -d "${PGOLAB_HOME:-/var/cache/pgolab}"/builds/mysql-9.7.2-*/r
 for v in rel_pgo_use rel_lto rel_lto_pgo_use_clang; do
   $P build "$S" --variant "$v" </dev/null
 done
-$P builds --markdown > $OUT/builds.md
+$P builds --markdown --server mysql-9.7.2 > $OUT/builds.md
 $P bench --source "$S" --base rel_o2nofp --variant rel_lto --variant rel_pgo_use --variant rel_lto_pgo_use_clang \
   --suite full --measure cost,qps --instances 2 --blocks 4 --seconds 3 \
   --run mysql-9.7-full --store $OUT/results.sqlite --out $OUT/report > $OUT/report.txt

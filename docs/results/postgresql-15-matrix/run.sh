@@ -19,4 +19,4 @@ $P matrix postgresql=15 --variants published --bolt --base rel_o2nofp --measure 
   --run pg15-matrix-qps --store $OUT/results.sqlite --out $OUT/qps </dev/null > $OUT/qps.txt
 cp "$H/runs/pg15-matrix-cost/matrix-timing.jsonl" $OUT/cost-timing.jsonl
 cp "$H/runs/pg15-matrix-qps/matrix-timing.jsonl" $OUT/qps-timing.jsonl
-$P builds --markdown > $OUT/builds.md
+$P builds --markdown --server postgresql-15 > $OUT/builds.md
