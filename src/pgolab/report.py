@@ -17,7 +17,7 @@ import numpy as np
 from . import stats
 from .cost import CACHE_GEOMETRY, CYCLE_FORMULA
 from .errors import PgolabError
-from .measurement import FIGURES, Figure, figures
+from .measurement import FIGURES, MODES, Figure, figures
 from .store import Store
 from .suite import GROUPS
 
@@ -107,6 +107,7 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
     group_of = {s.step.micro: s.group for s in samples}
     variants = [l for l in labels if l != base]
     suites, pairs = {}, {}
+    series = series_pairs(labels)
     base_by_instance = defaultdict(lambda: defaultdict(list))
     absolute: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for mode in ("qps", "cost"):
@@ -122,7 +123,6 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
                 if label == base:
                     base_by_instance[figure.key][(micro, inst)].append(v)
             tolerance = cost_tolerance if mode == "cost" else None
-            series = series_pairs(labels)
             for reference, label in dict.fromkeys([(base, l) for l in variants] + series):
                 obs = stats.paired_observations(values, reference, label, figure.ratio_sign(), skip)
                 if obs:
@@ -371,8 +371,8 @@ def multiple_comparisons_note(tables: list[Table], cost_tolerance: float) -> str
     """Counts the verdicts of the per-microbenchmark table, each mode's apart."""
     micro = next(t for t in tables if t.key == "micro")
     parts = []
-    for mode in ("qps", "cost"):
-        columns = [f"{f.key}_verdict" for f in FIGURES if f.mode == mode]
+    for mode in MODES:
+        columns = [f"{f.key}_verdict" for f in figures(mode)]
         verdicts = [r.get(c) for r in micro.rows for c in columns if r.get(c)]
         if verdicts:
             decided = sum(1 for v in verdicts if v in ("faster", "slower"))
