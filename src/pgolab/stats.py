@@ -137,6 +137,11 @@ class MicroData:
     def n(self) -> int:
         return sum(len(v) for v in self.by_instance.values())
 
+    def mean_weight(self) -> float:
+        """Var(mean of instance means) per unit of block variance: Σ 1/n_i / R²."""
+        r = len(self.by_instance)
+        return sum(1 / len(v) for v in self.by_instance.values()) / (r * r)
+
     def instance_means(self) -> list[float]:
         return [float(np.mean(v)) for v in self.by_instance.values()]
 
@@ -198,11 +203,9 @@ def micro_variance(m: MicroData, component: InstanceComponent,
     s_e2, df_e = (ss_w / df_w, df_w) if df_w else fallback_within
     if not df_e and not component.df:
         return None, None
-    r = len(m.by_instance)
-    block_part = s_e2 * sum(1 / len(v) for v in m.by_instance.values()) / (r * r)
-    terms = [(block_part, df_e)]
+    terms = [(s_e2 * m.mean_weight(), df_e)]
     if component.variance is not None:
-        terms.append((component.variance / r, component.df))
+        terms.append((component.variance / len(m.by_instance), component.df))
     return sum(v for v, _ in terms), satterthwaite(terms)
 
 
@@ -249,9 +252,7 @@ class SuiteEstimates:
             m = self.micros[key]
             ss, df = m.within()
             if df:
-                r = len(m.by_instance)
-                own = ss / df * sum(1 / len(v) for v in m.by_instance.values()) / (r * r)
-                terms.append((own / len(keys) ** 2, df))
+                terms.append((ss / df * m.mean_weight() / len(keys) ** 2, df))
         return sum(v for v, _ in terms), satterthwaite(terms)
 
     def summary(self, keys: list[str] | None = None) -> Estimate:
@@ -281,9 +282,7 @@ class SuiteEstimates:
     def within_share(self, key: str) -> float:
         """The block-noise part of a microbenchmark's variance, with the pooled s_e²: a summary
         over many microbenchmarks uses the pooled within-test variation and its df."""
-        m = self.micros[key]
-        r = len(m.by_instance)
-        return self.within[0] * sum(1 / len(v) for v in m.by_instance.values()) / (r * r)
+        return self.within[0] * self.micros[key].mean_weight()
 
 
 def robust_z(log_ratios: list[float], centres: list[float] | None = None) -> list[float]:

@@ -110,14 +110,19 @@ def parse(name: str) -> Variant:
         partial="partial" in seen,
         bolt="bolt" in seen,
     )
-    if variant.partial and (variant.pgo != "use" or variant.compiler != "gcc"):
-        raise _unknown(name, "_partial is gcc's -fprofile-partial-training: it follows _pgo_use of a gcc build")
+    if variant.partial and (variant.pgo != "use" or not _has_partial_training(variant.compiler)):
+        raise _unknown(name, "_partial is -fprofile-partial-training: it follows _pgo_use of a compiler that has it (gcc)")
     if variant.bolt and variant.pgo == "gen":
         raise _unknown(name, "an instrumented build is not laid out by BOLT; "
                              f"did you mean {replace(variant, pgo='use').name}?")
     if variant.name != name:  # wrong order, repeats, or both pgo_gen and pgo_use
         raise _unknown(name, f"did you mean {variant.name}?")
     return variant
+
+
+def _has_partial_training(compiler: str) -> bool:
+    from .toolchains import compiler_family
+    return bool(compiler_family(compiler).partial_training_flags)
 
 
 def _unknown(name: str, extra: str = "") -> PgolabError:
@@ -142,7 +147,7 @@ def all_variants() -> list[Variant]:
     rest = [Variant(compiler=c, o2nofp=o, native=n, lto=l, pgo=p)
             for p, n, o, l, c in itertools.product(("use", "gen", "none"), (False, True), (True, False),
                                                    (False, True), COMPILERS)]
-    rest += [replace(v, partial=True) for v in rest if v.pgo == "use" and v.compiler == "gcc"]
+    rest += [replace(v, partial=True) for v in rest if v.pgo == "use" and _has_partial_training(v.compiler)]
     return pub + [v for v in rest if v not in pub]
 
 
