@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pgolab import render, report, stats
+from pgolab.errors import PgolabError
 from pgolab.measurement import Sample, Step
 from pgolab.report import Column, Report, Table
 from pgolab.store import Store
@@ -123,6 +124,16 @@ def test_the_model_computed_from_a_store_has_the_known_answers(tmp_path):
     assert all(g["min"] <= g["median"] <= g["max"] for g in groups)
     notes = dict(data.notes)
     assert "coefficient of variation" in notes["Noise"] and "about" in notes["Multiple comparisons"]
+
+
+def test_a_run_reread_against_another_target(tmp_path):
+    store = synthetic_store(tmp_path)
+    data = report.compute(store, "r", base="b")
+    build = data.table("builds").rows[0]
+    assert build["build"] == "a" and build["qps"].value == pytest.approx(1 / (1.25 * 1.001), rel=1e-3)
+    assert build["qps_verdict"] == "slower" and "the run's own base: a" in data.facts[0]
+    with pytest.raises(PgolabError, match="no target 'c'"):
+        report.compute(store, "r", base="c")
 
 
 def test_export_writes_every_format_with_charts_of_equal_size(tmp_path):

@@ -406,6 +406,8 @@ def report_cmd(
     fmt: str = typer.Option("terminal", "--format", help="terminal, markdown, html, csv (per microbenchmark) or json"),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="write every format, charts and report.html here"),
     list_runs: bool = typer.Option(False, "--list", help="list stored runs"),
+    base: Optional[str] = typer.Option(None, "--base", help="compare against this target instead of the run's "
+                                                            "base (e.g. distro)"),
 ) -> None:
     """Print or export a stored run."""
     from . import report
@@ -417,7 +419,7 @@ def report_cmd(
                              [[str(r["id"]), r["name"], r["created"], r["server"], r["base"], r["suite"],
                                r["status"]] for r in store.runs()]))
         return
-    data = report.compute(store, run)
+    data = report.compute(store, run, base)
     if out_dir:
         files = export(data, out_dir)
         console.print(f"exported to {out_dir}: {', '.join(p.name for p in files.values())}")

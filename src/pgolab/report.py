@@ -417,15 +417,21 @@ def charts(a: Analysis) -> list[Chart]:
     return out
 
 
-def compute(store: Store, run_ref: str | int | None) -> Report:
+def compute(store: Store, run_ref: str | int | None, base: str | None = None) -> Report:
+    """The report of a stored run; `base` re-reads it against another of its targets (every target
+    ran in every block, so any two pair as the run's base and a build do)."""
     run = store.run(run_ref)
     if run is None:
         raise PgolabError(f"no stored run {run_ref!r}" if run_ref else "the store holds no run yet",
                           hint=f"`pgolab report --list` shows stored runs (store: {store.path})")
     labels = [t["label"] for t in store.targets(run["id"])]
+    base = base or run["base"]
+    if base not in labels:
+        raise PgolabError(f"run {run['name']!r} has no target {base!r}",
+                          hint=f"its targets: {', '.join(labels)}")
     options = json.loads(run["options"])
     tolerance = options.get("cost_tolerance") or DEFAULT_COST_TOLERANCE
-    a = analyse(store, run["id"], run["base"], labels, tolerance)
+    a = analyse(store, run["id"], base, labels, tolerance)
     methods = {}
     for s in store.samples(run["id"], "cost"):
         methods.setdefault(s.step.label, s.detail.get("method", ""))
@@ -441,13 +447,14 @@ def compute(store: Store, run_ref: str | int | None) -> Report:
     cost = cost_table(a)
     if cost:
         tables.append(cost)
-    build_cost = build_cost_table(store, run["id"], run["base"])
+    build_cost = build_cost_table(store, run["id"], base)
     if build_cost:
         tables.append(build_cost)
     tables += [excluded_table(a), targets_table(store, run["id"], methods)]
     host = json.loads(run["host"])
     modes = options.get("modes") or ["qps"]
-    facts = [f"server {run['server']}; base {run['base']}; suite {run['suite']}; measured {', '.join(modes)}; "
+    based = base if base == run["base"] else f"{base} (the run's own base: {run['base']})"
+    facts = [f"server {run['server']}; base {based}; suite {run['suite']}; measured {', '.join(modes)}; "
              f"{store.sample_count(run['id'])} samples; status {run['status']}",
              f"host: {host.get('cpu')}, {host.get('cores')} cores, {host.get('memory_gib')} GiB, "
              f"kernel {host.get('kernel')}"]
