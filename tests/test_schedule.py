@@ -107,6 +107,19 @@ def test_an_outlier_block_is_excluded_and_re_measured(tmp_path):
     assert blocks == set(range(1, 8))      # block 7 replaces the excluded block 3
 
 
+def test_a_short_instance_is_checked_for_outliers_too(tmp_path):
+    """2 blocks per instance are too few to judge alone: the second test's first instance is judged
+    against the spread the first test showed, and its 3.5x block re-measured on the same servers."""
+    store, run_id = new_run(tmp_path)
+    spike = (f"{QUICK[1].group}/{QUICK[1].name}", 1, 2, "b")
+    ex = FakeExecutor({"a": 1, "b": 1}, noise=0.05, spike_at=spike)
+    Scheduler(store, run_id, "a", ["a", "b"], Plan(instances=2, blocks=2)).run(list(QUICK[:2]), ex)
+    excluded = store.excluded(run_id)
+    assert {(m, i) for (_, m, i, _) in excluded} == {(spike[0], 1)}
+    again = [s for s in ex.measured if (s.micro, s.instance) == spike[:2] and s.block > 2]
+    assert len(again) == 2 * len(excluded)     # each excluded block measured anew, both targets
+
+
 def test_adaptive_instances_stop_at_the_target_interval(tmp_path):
     store, run_id = new_run(tmp_path)
     quiet = FakeExecutor({"a": 1, "b": 1.05}, noise=0.004)

@@ -114,6 +114,32 @@ def test_clean_normal_blocks_are_almost_never_outliers():
     assert flagged / total < 0.002
 
 
+def test_a_short_instance_is_judged_against_the_other_microbenchmarks_spread():
+    rng = np.random.default_rng(5)
+    spiked = [Observation(1, 1, 0.02), Observation(1, 2, 0.02 + math.log(3.5))]
+    assert not stats.outliers(spiked)                          # two blocks alone: never judged
+    reference = stats.instance_residuals([Observation(i, b, rng.normal(0, 0.1)) for i in range(40) for b in (1, 2)])
+    found = stats.outliers(spiked, reference)
+    # With two blocks the median lies between them: both are flagged and both re-measured.
+    assert {o.block for o, _ in found} == {1, 2}
+    # A microbenchmark with blocks enough of its own keeps its own spread: a reference of much
+    # quieter tests does not make its ordinary noise look like outliers.
+    noisy = [Observation(1, b, rng.normal(0, 0.1)) for b in range(8)]
+    quiet = stats.instance_residuals([Observation(i, b, rng.normal(0, 0.005)) for i in range(40) for b in (1, 2)])
+    assert not stats.outliers(noisy, quiet)
+
+
+def test_clean_short_instances_against_a_pooled_spread_are_almost_never_outliers():
+    rng = np.random.default_rng(6)
+    flagged = total = 0
+    for _ in range(500):
+        reference = stats.instance_residuals([Observation(i, b, rng.normal(0, 0.1)) for i in range(20) for b in (1, 2)])
+        obs = [Observation(1, b, rng.normal(0, 0.1) + 0.05) for b in (1, 2)]
+        flagged += len(stats.outliers(obs, reference))
+        total += len(obs)
+    assert flagged / total < 0.002
+
+
 def test_geometric_mean_is_not_biased_upwards_like_the_plain_mean():
     ratios = [0.8, 1.25]      # log-symmetric: no effect
     assert stats.geometric_mean(ratios) == pytest.approx(1.0)

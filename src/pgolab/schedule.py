@@ -7,7 +7,8 @@ the order alternates forward / reversed from block to block and from instance to
 instance, so every target has the same mean position (A B | B A | A B ...).
 
 After an instance, blocks whose paired ratio is an outlier (stats.outliers) are
-excluded and re-measured on the same running servers. With a target interval
+excluded and re-measured on the same running servers; an instance with too few blocks
+of its own to judge is judged against the spread of the run's other microbenchmarks. With a target interval
 half-width, further instances are added until every variant's per-microbenchmark
 interval is that narrow, the time budget is spent or max_instances is reached.
 Everything is decided from the store, so a resumed run makes the same decisions
@@ -184,14 +185,17 @@ class Scheduler:
         """Exclude this instance's outlier blocks (any headline figure, any variant); their count."""
         key = micro_key(micro)
         flagged = {}
+        excluded = self._excluded(mode)
         for figure in (f for f in figures(mode) if f.headline):
-            values = self.store.values(self.run_id, mode, figure.key, key)
+            values = self.store.values(self.run_id, mode, figure.key)
             for label in self.labels:
                 if label == self.base:
                     continue
-                obs = stats.paired_observations(values, self.base, label, figure.ratio_sign(),
-                                                self._excluded(mode)).get(key, [])
-                for o, z in stats.outliers(obs):
+                by_micro = stats.paired_observations(values, self.base, label, figure.ratio_sign(), excluded)
+                obs = by_micro.pop(key, [])
+                # A short instance is judged against the spread of the run's other microbenchmarks.
+                reference = [r for other in by_micro.values() for r in stats.instance_residuals(other)]
+                for o, z in stats.outliers(obs, reference):
                     if o.instance == instance and o.block not in flagged:
                         flagged[o.block] = f"{figure.ratio_name} of {label}: robust z = {z:+.1f}"
         for block, reason in flagged.items():

@@ -285,27 +285,46 @@ class SuiteEstimates:
         return self.within[0] * self.micros[key].mean_weight()
 
 
-def robust_z(log_ratios: list[float], centres: list[float] | None = None) -> list[float]:
+def robust_z(log_ratios: list[float], centres: list[float] | None = None,
+             reference: list[float] | tuple[float, ...] = ()) -> list[float]:
     """Modified z-scores 0.6745·(y − centre)/MAD, with MAD floored (deterministic figures).
-    The centre is the median unless given (e.g. each observation's instance median)."""
+    The centre is the median unless given (e.g. each observation's instance median). With fewer
+    than OUTLIER_MIN_BLOCKS values of its own, the MAD is taken over them and `reference` (residuals
+    about their centres from elsewhere); with fewer in all, every score is 0."""
     a = np.asarray(log_ratios, float)
-    if len(a) < OUTLIER_MIN_BLOCKS:
-        return [0.0] * len(a)
-    c = np.asarray(centres, float) if centres is not None else np.full(len(a), np.median(a))
+    c = np.asarray(centres, float) if centres is not None else np.full(len(a), np.median(a) if len(a) else 0.0)
     resid = a - c
-    mad = max(float(np.median(np.abs(resid - np.median(resid)))), OUTLIER_MAD_FLOOR)
+    spread = resid if len(resid) >= OUTLIER_MIN_BLOCKS else np.concatenate([resid, np.asarray(reference, float)])
+    if len(spread) < OUTLIER_MIN_BLOCKS:
+        return [0.0] * len(a)
+    mad = max(float(np.median(np.abs(spread - np.median(spread)))), OUTLIER_MAD_FLOOR)
     return list(0.6745 * resid / mad)
 
 
-def outliers(observations: list[Observation]) -> list[tuple[Observation, float]]:
-    """Observations whose robust z-score exceeds OUTLIER_Z, with their score. Each is judged
-    against the median of its own instance, so that an instance pair that is a few per cent
-    apart for its whole life (real, and covered by the interval) is not taken for outliers."""
+def _instance_medians(observations: list[Observation]) -> dict[int, float]:
     by_instance: dict[int, list[float]] = defaultdict(list)
     for o in observations:
         by_instance[o.instance].append(o.log_ratio)
-    medians = {i: float(np.median(v)) for i, v in by_instance.items()}
-    z = robust_z([o.log_ratio for o in observations], [medians[o.instance] for o in observations])
+    return {i: float(np.median(v)) for i, v in by_instance.items()}
+
+
+def instance_residuals(observations: list[Observation]) -> list[float]:
+    """Each log ratio less the median of its instance: the block-to-block part of the noise."""
+    medians = _instance_medians(observations)
+    return [o.log_ratio - medians[o.instance] for o in observations]
+
+
+def outliers(observations: list[Observation], reference: list[float] | tuple[float, ...] = ()
+             ) -> list[tuple[Observation, float]]:
+    """Observations whose robust z-score exceeds OUTLIER_Z, with their score. Each is judged
+    against the median of its own instance, so that an instance pair that is a few per cent
+    apart for its whole life (real, and covered by the interval) is not taken for outliers.
+    The spread is the microbenchmark's own once it has OUTLIER_MIN_BLOCKS blocks. Before that (a
+    first instance of 2-4 blocks, which could then never be judged while its servers run) it is
+    pooled with `reference`, the instance residuals of the run's other microbenchmarks: the
+    intervals pool the within-instance variance over microbenchmarks in the same way."""
+    medians = _instance_medians(observations)
+    z = robust_z([o.log_ratio for o in observations], [medians[o.instance] for o in observations], reference)
     return [(o, s) for o, s in zip(observations, z) if abs(s) > OUTLIER_Z]
 
 
