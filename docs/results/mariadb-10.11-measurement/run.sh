@@ -3,7 +3,7 @@
 # builds skip finished phases, a bench run with the same --run skips stored samples (and refuses
 # to continue a run whose options, host or binaries differ).
 #   bash run.sh                      the steps still open: builds full-both-2
-#   bash run.sh aa cost-check ...    named steps; aa, cost-check, cost-quick-4 and full-both are the
+#   bash run.sh aa cost-check ...    named steps; aa, aa-idle, cost-check, cost-quick-4 and full-both are the
 #                                    commands of finished runs (pgolab refuses to resume them with
 #                                    other binaries, e.g. after the builds were made again)
 # PROOF_OUT puts the stores and reports in another folder (docs/results/queue.sh keeps them under
@@ -30,6 +30,26 @@ if want aa; then
   aa pinned-1-instance            --instances 1 --blocks 8 --seconds 2
   aa pinned-2-instances           --instances 2 --blocks 4 --seconds 2
   aa target-ci-3pct               --instances 2 --blocks 4 --seconds 2 --target-ci 3% --max-instances 6 --pair-budget 120
+fi
+
+# 1b. Do idle servers of other targets add noise? The same A/A pair with 1-second slices, alone and
+#     beside 4 idle mariadbd (own data directories, pinned to the servers' CPU as pgolab pins its own).
+IDLE=()
+idle_servers() {   # start N idle servers, their folders in IDLE
+  for _ in $(seq "$1"); do
+    local d; d=$(mktemp -d /tmp/pgolab-idle.XXXXXX)
+    mariadb-install-db --no-defaults --datadir="$d/data" --user=root --skip-test-db >/dev/null
+    taskset -c 0 /usr/sbin/mariadbd --no-defaults --datadir="$d/data" --socket="$d/sock" --skip-networking \
+      --pid-file="$d/pid" --log-error="$d/error.log" --innodb-buffer-pool-size=512M --user=root >/dev/null 2>&1 &
+    IDLE+=("$d")
+  done
+}
+stop_idle() { for d in "${IDLE[@]}"; do kill "$(cat "$d/pid")"; done; wait; rm -rf "${IDLE[@]}"; IDLE=(); }
+if want aa-idle; then
+  aa 1s-alone               --instances 2 --blocks 4 --seconds 1
+  idle_servers 4; sleep 10
+  aa 1s-beside-4-idle       --instances 2 --blocks 4 --seconds 1
+  stop_idle
 fi
 
 # 2. The builds (each ends with a smoke test).
