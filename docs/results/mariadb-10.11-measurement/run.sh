@@ -83,8 +83,8 @@ if want full-both; then
     --run full-both --store $OUT/results.sqlite --out $OUT/full-both > $OUT/full-both.txt
 fi
 
-# 5. The same targets rebuilt on a new machine, QPS first, then cost: 2 instances of 4 paired
-#    1-second blocks per test (about 95 s per test for 6 targets here: the QPS part fits one session
+# 5. The same targets rebuilt on a new machine, QPS first, then cost: 2 instances of 3 paired
+#    1-second blocks per test (about 80 s per test for 6 targets here: the QPS part fits one session
 #    after the builds; slice noise here does not shrink with length, so shorter slices buy pairs).
 #    The run is named after its binaries: on the machine that built them it continues, after a
 #    rebuild (a new machine) it starts anew instead of being refused.
@@ -93,6 +93,6 @@ if want full-both-2; then
   RUN=full-both-2-$(cat $builds | sha256sum | cut -c1-8)
   $P bench --base rel_o2nofp --variant rel_lto --variant rel_pgo_use --variant rel_lto_pgo_use_clang \
     --source "$S" --binary distro=/usr/sbin/mariadbd --binary aa="$(base_binary)" --suite full --measure qps,cost \
-    --instances 2 --blocks 4 --seconds 1 --cost-jobs 2 \
+    --instances 2 --blocks 3 --seconds 1 --cost-jobs 2 \
     --run $RUN --store $OUT/results.sqlite --out $OUT/$RUN </dev/null > $OUT/$RUN.txt
 fi
