@@ -36,7 +36,7 @@ def test_cost_mode_counts_statement_execution_reproducibly(tmp_path):
     # As in a clang LTO+PGO build, where dispatch_command is inlined into do_command: b's first candidate
     # exists but a query never enters it. The probe finds that, and both targets count do_command.
     b = debian_mariadb("b")
-    b.installation.cost_entry_points = (CostEntry("mysql_rm_db(*", "mysql_rm_db"),
+    b.installation.cost_entry_points = (CostEntry("mysql_rm_db(*)"),
                                         *b.installation.cost_entry_points[1:])
     run_id = bench.run_bench(store, "cost", "a", [debian_mariadb("a"), b], options, "test")
     samples = store.samples(run_id, "cost")
@@ -44,7 +44,7 @@ def test_cost_mode_counts_statement_execution_reproducibly(tmp_path):
     # background threads and repeat.
     assert len(samples) == sum(options.cost_write_repeats if m.state_dependent else 1 for m in suite.QUICK) * 2
     # Debian's mariadbd is stripped but exports its command functions: only statement execution is counted.
-    assert {s.detail["method"] for s in samples} == {"toggle-collect on do_command(*"}
+    assert {s.detail["method"] for s in samples} == {"toggle-collect on do_command(*)"}
     by = {(s.step.micro, s.step.label): s.values for s in samples}
     point = by[("point-1/point-query", "a")]
     assert 20_000 < point["instructions"] < 120_000 and point["i1_misses"] > 100

@@ -25,6 +25,7 @@ microbenchmark suffice, and servers stay up across microbenchmarks.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import subprocess
 import time
@@ -88,24 +89,32 @@ class Counts:
                 "mispredicts": (e("Bcm") + e("Bim")) / queries}
 
 
-def has_symbol(binary: Path, symbol: str) -> bool:
-    """Whether the binary's static or dynamic symbol table names `symbol` (Debian's mariadbd is
-    stripped but still exports dispatch_command dynamically)."""
+def function_names(binary: Path) -> set[str]:
+    """Demangled names in the binary's static and dynamic symbol tables, as callgrind names them
+    (Debian's mariadbd is stripped but still exports its command functions dynamically)."""
+    names: set[str] = set()
     for argv in (["nm", "-C", str(binary)], ["nm", "-C", "-D", str(binary)]):
         try:
             out = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=300).stdout
         except (OSError, subprocess.TimeoutExpired):
             continue
-        if re.search(rf"\b{re.escape(symbol)}\b", out):
-            return True
-    return False
+        for line in out.splitlines():
+            parts = line.split(maxsplit=2)
+            if len(parts) == 3 and parts[1] in "TtWw":
+                names.add(parts[2])
+    return names
 
 
 @dataclass(frozen=True)
 class CostEntry:
-    """A function collection can be toggled on in: callgrind's pattern and the symbol `nm` shows."""
+    """A function collection is toggled on in, as callgrind's pattern (`*` and `?`, matching the
+    whole name). The pattern must name one function: callgrind toggles on entry to each match, so a
+    pattern that also matches a split-off part (gcc's `[clone .cold]`, entered by a jump from the
+    hot part) switches collection off inside the function and leaves it inverted afterwards."""
     toggle: str
-    symbol: str
+
+    def matches(self, names: set[str]) -> set[str]:
+        return {n for n in names if fnmatch.fnmatchcase(n, self.toggle)}
 
 
 def valgrind_wrapper(out_dir: Path, entry_points: tuple[str, ...] | None) -> list[str]:
@@ -218,10 +227,11 @@ class CostExecutor:
         # candidate only if every binary has it, and is kept only if every server enters it (probed
         # at the first start); with none left the whole run uses the window method.
         insts = {label: fleet.targets[label].installation for label in labels}
+        names = {label: function_names(i.server_binary) for label, i in insts.items()}
         self.candidates: list[dict[str, CostEntry]] = []
         for rank in range(max(len(i.cost_entry_points) for i in insts.values())):
             chosen = {label: i.cost_entry_points[min(rank, len(i.cost_entry_points) - 1)] for label, i in insts.items()}
-            if all(has_symbol(insts[label].server_binary, entry.symbol) for label, entry in chosen.items()):
+            if all(len(entry.matches(names[label])) == 1 for label, entry in chosen.items()):
                 self.candidates.append(chosen)
         self.probed = False
         self.entry_points: dict[str, tuple[str, ...] | None] = {}

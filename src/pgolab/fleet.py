@@ -120,6 +120,7 @@ class Fleet:
         self.servers: dict[str, ServerProcess] = {}
         self.rundirs: list[Path] = []
         self.golden: dict[str, Path] = {}   # data family -> its loaded data directory
+        self.copied: set[tuple[str, str]] = set()   # (mode, label) copied from golden by this process
 
     def runner(self, label: str) -> Runner:
         return Runner(self.workdir / "logs" / f"{label}.log")
@@ -136,16 +137,20 @@ class Fleet:
                                                  f"golden{suffix}")
 
     def datadir(self, label: str, mode: str) -> Path:
-        """Each mode has its own copies: a cost run's writes do not change the QPS run's data."""
+        """Each mode has its own copies: a cost run's writes do not change the QPS run's data. A
+        copy left by an earlier, interrupted process is replaced: its writes stopped at a different
+        point for each target, and the targets must run on the same data."""
         datadir = self.workdir / f"data-{mode}-{label}"
-        if not datadir.exists():
+        if (mode, label) not in self.copied:
             golden = self.golden[self.targets[label].data_family]
+            shutil.rmtree(datadir, ignore_errors=True)
             tmp = datadir.with_name(datadir.name + ".copying")
             shutil.rmtree(tmp, ignore_errors=True)
             shutil.copytree(golden, tmp, symlinks=True)
             tmp.rename(datadir)
             if self.targets[label].installation.run_as:
                 chown_tree(datadir, self.targets[label].installation.run_as)
+            self.copied.add((mode, label))
         return datadir
 
     def start(self, label: str, mode: str, wrapper: list[str], extra_options: list[str],

@@ -116,8 +116,8 @@ class MariaDBInstallation:
     server: str = "mariadb"
     run_as: str | None = None   # mariadbd runs as root with --user=root
     # Cost mode counts only statement execution: callgrind collects inside these functions.
-    cost_entry_points: tuple[CostEntry, ...] = (CostEntry("dispatch_command(*", "dispatch_command"),
-                                                 CostEntry("do_command(*", "do_command"))
+    cost_entry_points: tuple[CostEntry, ...] = (CostEntry("dispatch_command(*)"),
+                                                 CostEntry("do_command(*)"))
     forks_backends: bool = False              # one process: counters are zeroed and dumped around a run
     data_version_parts: int = 2               # 10.11.x share a data directory format; 11.8 is another
     cost_repeatability: float = 0.005         # A/A read-only instructions agreed within 0.1 % here

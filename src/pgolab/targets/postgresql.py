@@ -113,7 +113,7 @@ class PostgreSQLInstallation:
     # Cost mode: a client backend's main loop. The per-message handlers (exec_*_message) are static
     # and gcc inlines them into it (seen in a PGO build); PostgresMain is exported and never inlined.
     # Its start-up cost is cancelled by the difference of two runs (cost.CostExecutor).
-    cost_entry_points: tuple[CostEntry, ...] = (CostEntry("PostgresMain", "PostgresMain"),)
+    cost_entry_points: tuple[CostEntry, ...] = (CostEntry("PostgresMain"),)
     forks_backends: bool = True   # a backend per connection writes its counters when it exits
     data_version_parts: int = 1   # 17.x share a data directory format (the major version)
     cost_repeatability: float = 0.015   # A/A read-only instructions differed by up to 1.3 % here

@@ -1,0 +1,42 @@
+"""Cost mode's pure parts: which functions a toggle pattern names, and the per-query arithmetic."""
+
+from pathlib import Path
+
+import pytest
+
+from pgolab.cost import CostEntry, Counts, function_names
+from pgolab.targets import MariaDBInstallation
+
+from conftest import need
+
+# As `nm -C` names them in a gcc PGO build of MariaDB 10.11: the hot/cold split leaves a second function.
+PGO_NAMES = {"do_command(THD*, bool)", "do_command(THD*, bool) [clone .cold]",
+             "dispatch_command(enum_server_command, THD*, char*, unsigned int, bool)",
+             "dispatch_command(enum_server_command, THD*, char*, unsigned int, bool) [clone .cold]",
+             "do_handle_one_connection(CONNECT*, bool)"}
+
+
+def test_a_toggle_pattern_names_the_function_and_not_its_cold_part():
+    assert CostEntry("do_command(*)").matches(PGO_NAMES) == {"do_command(THD*, bool)"}
+    assert len(CostEntry("dispatch_command(*)").matches(PGO_NAMES)) == 1
+    # The pattern used before: it matched the cold part too, and callgrind toggled collection off
+    # inside the command whenever the cold part ran (20x too few instructions on read-only transactions).
+    assert len(CostEntry("do_command(*").matches(PGO_NAMES)) == 2
+    assert CostEntry("PostgresMain").matches({"PostgresMain", "PostgresMain.cold"}) == {"PostgresMain"}
+
+
+def test_every_default_mariadb_toggle_names_one_function_in_debians_server():
+    need("mariadbd")
+    names = function_names(Path("/usr/sbin/mariadbd"))   # stripped: dynamic symbols only
+    for entry in MariaDBInstallation.cost_entry_points:
+        assert len(entry.matches(names)) == 1, entry
+
+
+def test_counts_parse_sum_and_per_query():
+    text = "events: Ir I1mr D1mr D1mw ILmr DLmr DLmw Bcm Bim\nsummary: 1000 10 5 5 1 1 0 2 1\n"
+    c = Counts.parse(text) + Counts.parse(text)
+    assert c.get("Ir") == 2000
+    per = c.per_query(4)
+    assert per["instructions"] == 500 and per["i1_misses"] == 5 and per["d1_misses"] == 5
+    # cycles ≈ Ir + 10·(I1mr+D1mr+D1mw) + 100·(ILmr+DLmr+DLmw) + 20·(Bcm+Bim), per query
+    assert per["cycles"] == pytest.approx((2000 + 10 * 40 + 100 * 4 + 20 * 6) / 4)
