@@ -6,7 +6,9 @@ covers InnoDB, MyISAM and Aria (MariaDB) or MEMORY (MySQL); binary log off,
 STATEMENT, MIXED and ROW (those the server still accepts); prepared statements
 (binary protocol, each prepared once per connection and executed many times, as
 sysbench does) and text queries; several connections;
-DDL; single and multi-row inserts; point and range selects by primary and
+DDL (which makes the server re-prepare the statements on the altered tables:
+MariaDB counts those in Com_stmt_prepare as well as in Com_stmt_reprepare);
+single and multi-row inserts; point and range selects by primary and
 secondary key; joins; aggregates; ORDER BY, GROUP BY, DISTINCT; subqueries;
 indexed and non-indexed updates; deletes; transactions that commit and roll
 back. For PostgreSQL the same through the simple and the extended query
@@ -75,11 +77,14 @@ class MixReport:
     coverage: Counter = field(default_factory=Counter)     # engines, binlog modes, protocols
     server_counters: dict[str, int] = field(default_factory=dict)   # deltas of the server's own counters
     errors: list[str] = field(default_factory=list)
+    prepares: int = 0                                       # statements the client prepared
 
     def describe(self) -> str:
         lines = [f"training mix on {self.server}: {sum(self.counts.values())} statements"]
         lines.append("  classes: " + ", ".join(f"{k}={v}" for k, v in sorted(self.counts.items())))
         lines.append("  coverage: " + ", ".join(f"{k}={v}" for k, v in sorted(self.coverage.items())))
+        if self.prepares:
+            lines.append(f"  statements prepared by the client: {self.prepares}")
         nonzero = {k: v for k, v in self.server_counters.items() if v}
         lines.append("  server counters: " + ", ".join(f"{k}={v}" for k, v in sorted(nonzero.items())))
         if self.errors:
@@ -231,10 +236,11 @@ class MySQLMix(_Mix):
 
     server = "mariadb"
     COUNTERS = ("Com_select", "Com_insert", "Com_update", "Com_delete", "Com_commit", "Com_rollback",
-                "Com_begin", "Com_stmt_prepare", "Com_stmt_execute", "Com_create_table", "Com_alter_table",
-                "Com_drop_table", "Com_create_index", "Com_drop_index", "Com_set_option", "Binlog_commits",
-                "Innodb_buffer_pool_write_requests", "Innodb_buffer_pool_read_requests", "Aria_pagecache_read_requests",
-                "Key_read_requests", "Handler_read_key", "Handler_read_next", "Handler_write")
+                "Com_begin", "Com_stmt_prepare", "Com_stmt_reprepare", "Com_stmt_execute", "Com_create_table",
+                "Com_alter_table", "Com_drop_table", "Com_create_index", "Com_drop_index", "Com_set_option",
+                "Binlog_commits", "Innodb_buffer_pool_write_requests", "Innodb_buffer_pool_read_requests",
+                "Aria_pagecache_read_requests", "Key_read_requests", "Handler_read_key", "Handler_read_next",
+                "Handler_write")
 
     def __init__(self, socket: str, options: MixOptions, server: str = "mariadb"):
         self.socket = socket
@@ -329,9 +335,12 @@ class MySQLMix(_Mix):
             cur.close()
 
     def close(self, conn) -> None:
-        for cur, _ in self.prepared.pop(id(conn), {}).values():
+        cursors = self.prepared.pop(id(conn), {})
+        for cur, _ in cursors.values():
             cur.close()
         conn.close()
+        with self.lock:
+            self.report.prepares += len(cursors)
 
     def begin(self, conn):
         self.execute(conn, "START TRANSACTION", (), False)
