@@ -21,6 +21,7 @@ from . import debian, paths, sources, toolchains
 from . import variants as variants_mod
 from .build import BuildRequest, build as run_build
 from .errors import PgolabError, from_os_error
+from .fleet import BenchOptions
 from .render import console_for_output, rich_table
 from .runner import Runner
 from .server import stop_all
@@ -231,23 +232,28 @@ def _fraction(text: Optional[str]) -> Optional[float]:
 
 
 # Options bench and matrix share, defined once: `with_bench_options` adds them to a command's
-# signature and hands the command one BenchOptions.
+# signature and hands the command one BenchOptions, whose own defaults are the options' defaults.
+_DEFAULT = BenchOptions()
 BENCH_OPTIONS: list[tuple[str, type, object]] = [
-    ("suite", str, typer.Option("quick", "--suite", help="quick or full")),
-    ("measure", str, typer.Option("qps", "--measure", help="qps, cost, or qps,cost (both, one stored run)")),
-    ("slice_seconds", float, typer.Option(3, "--seconds", help="seconds per paired QPS slice")),
-    ("instances", int, typer.Option(2, "--instances", help="server starts per microbenchmark (QPS)")),
-    ("blocks", int, typer.Option(4, "--blocks", help="paired blocks per instance (QPS; even keeps orders balanced)")),
+    ("suite", str, typer.Option(_DEFAULT.suite, "--suite", help="quick or full")),
+    ("measure", str, typer.Option(",".join(_DEFAULT.modes), "--measure",
+                                  help="qps, cost, or qps,cost (both, one stored run)")),
+    ("slice_seconds", float, typer.Option(_DEFAULT.slice_seconds, "--seconds", help="seconds per paired QPS slice")),
+    ("instances", int, typer.Option(_DEFAULT.instances, "--instances", help="server starts per microbenchmark (QPS)")),
+    ("blocks", int, typer.Option(_DEFAULT.blocks, "--blocks",
+                                 help="paired blocks per instance (QPS; even keeps orders balanced)")),
     ("target_ci", Optional[str], typer.Option(None, "--target-ci",
                                               help="add instances until every 95% half-width is this (e.g. 3%%)")),
-    ("max_instances", int, typer.Option(6, "--max-instances", help="ceiling for --target-ci")),
-    ("pair_budget", float, typer.Option(120, "--pair-budget", help="measured seconds per microbenchmark and pair")),
+    ("max_instances", int, typer.Option(_DEFAULT.max_instances, "--max-instances", help="ceiling for --target-ci")),
+    ("pair_budget", float, typer.Option(_DEFAULT.pair_budget_s, "--pair-budget",
+                                        help="measured seconds per microbenchmark and pair")),
     ("no_pin", bool, typer.Option(False, "--no-pin", help="do not pin server and sysbench to disjoint CPUs")),
-    ("cost_scale", float, typer.Option(1.0, "--cost-scale", help="multiplies the cost-mode event counts")),
-    ("cost_jobs", int, typer.Option(os.cpu_count() or 1, "--cost-jobs",
+    ("cost_scale", float, typer.Option(_DEFAULT.cost_scale, "--cost-scale",
+                                       help="multiplies the cost-mode event counts")),
+    ("cost_jobs", int, typer.Option(_DEFAULT.cost_jobs, "--cost-jobs",
                                     help="cost-mode servers measured at once (counts are simulated, so they do "
                                          "not disturb each other); default: one per CPU")),
-    ("table_size", int, typer.Option(100_000, "--table-size")),
+    ("table_size", int, typer.Option(_DEFAULT.table_size, "--table-size")),
     ("binary", List[str], typer.Option([], "--binary", help="NAME=PATH of any server binary (repeatable)")),
     ("store_path", Optional[Path], typer.Option(None, "--store", help="SQLite file (default in pgolab home)")),
     ("out_dir", Optional[Path], typer.Option(None, "--out", help="also export the report here")),
@@ -276,11 +282,11 @@ def with_bench_options(command):
 
 def _bench_options(suite, measure, slice_seconds, instances, blocks, target_ci, max_instances, pair_budget,
                    no_pin, cost_scale, cost_jobs, table_size):
-    from . import bench, measurement
-    return bench.BenchOptions(suite=suite, modes=measurement.parse_modes(measure), slice_seconds=slice_seconds,
-                              instances=instances, blocks=blocks, max_instances=max(max_instances, instances),
-                              target_ci=_fraction(target_ci), pair_budget_s=pair_budget, pin=not no_pin,
-                              cost_scale=cost_scale, cost_jobs=cost_jobs, table_size=table_size)
+    from . import measurement
+    return BenchOptions(suite=suite, modes=measurement.parse_modes(measure), slice_seconds=slice_seconds,
+                        instances=instances, blocks=blocks, max_instances=max(max_instances, instances),
+                        target_ci=_fraction(target_ci), pair_budget_s=pair_budget, pin=not no_pin,
+                        cost_scale=cost_scale, cost_jobs=cost_jobs, table_size=table_size)
 
 
 def _step_display(progress: Progress, prefix: str = ""):

@@ -49,7 +49,7 @@ class BenchOptions:
     slice_seconds: float = 3.0     # one paired QPS slice
     instances: int = 2             # server starts per microbenchmark (QPS mode)
     blocks: int = 4                # paired blocks per instance (QPS mode)
-    max_instances: int = 2
+    max_instances: int = 6         # ceiling when target_ci adds instances
     target_ci: float | None = None
     pair_budget_s: float | None = 120.0
     tables: int = 1
@@ -61,7 +61,8 @@ class BenchOptions:
     cost_scale: float = 1.0        # multiplies each microbenchmark's cost-mode event count
     cost_write_repeats: int = 3    # cost-mode blocks of a test that writes or reads what writes left
     cost_tolerance: float | None = None   # repeatability of one cost measurement (from the server recipe)
-    cost_jobs: int = 1             # cost-mode servers measured at once (simulated counts: no interference)
+    # cost-mode servers measured at once (simulated counts do not disturb each other): one per CPU
+    cost_jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     server_options: list[str] = field(default_factory=list)
 
     # How the run is executed, not what it measures: a resume may change these.
