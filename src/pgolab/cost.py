@@ -136,17 +136,9 @@ def method_name(entry_points: tuple[str, ...] | None, forks_backends: bool = Fal
     return "window: all threads between zeroing and dumping the counters"
 
 
-class CallgrindControl:
-    """Zeroes and dumps the counters of a running callgrind process (one-process servers)."""
-
-    def __init__(self, runner: Runner):
-        self.runner = runner
-
-    def zero(self, pid: int) -> None:
-        self.runner.run(["callgrind_control", "--zero", str(pid)], what="callgrind zero")
-
-    def dump(self, pid: int) -> None:
-        self.runner.run(["callgrind_control", "--dump", str(pid)], what="callgrind dump")
+def callgrind_control(runner: Runner, action: str, pid: int) -> None:
+    """`action` "zero" or "dump": the counters of a running callgrind process (one-process servers)."""
+    runner.run(["callgrind_control", f"--{action}", str(pid)], what=f"callgrind {action}")
 
 
 def child_pids(pid: int) -> set[int]:
@@ -244,8 +236,6 @@ class CostExecutor:
             if inst.run_as:
                 chown_tree(out, inst.run_as)
             self.out_dirs[label] = out
-        # Per target: measurements of several targets may run at once and each keeps its own log.
-        self.control = {label: CallgrindControl(fleet.runner(label)) for label in labels}
         self.long_lived: dict[str, set[int]] = {}   # a postmaster's own children (checkpointer, ...)
 
     def _use_candidate(self) -> None:
@@ -278,7 +268,7 @@ class CostExecutor:
                 continue
             before = set(self.out_dirs[label].glob("callgrind.out.*"))
             server.query("SELECT 1", what="cost probe")
-            self.control[label].dump(server.proc.pid)
+            callgrind_control(server.runner, "dump", server.proc.pid)
             if Counts.of_files(new_files(self.out_dirs[label], before)).get("Ir") <= 0:
                 missing.append(label)
         return missing
@@ -321,11 +311,11 @@ class CostExecutor:
             # Warms the simulated caches and the server's own with the same statements.
             server.runner.run(warm_argv, what="cost warm-up")
             before = set(out.glob("callgrind.out.*"))
-            self.control[step.label].zero(pid)
+            callgrind_control(server.runner, "zero", pid)
             started = time.monotonic()
             output = server.runner.run(argv, what=f"sysbench {step.micro} (cost)").output
             seconds = time.monotonic() - started
-            self.control[step.label].dump(pid)
+            callgrind_control(server.runner, "dump", pid)
             files = new_files(out, before)
             counts = Counts.of_files(files)
             queries = parse(output).queries
