@@ -394,7 +394,7 @@ METHOD_NOTE = (
     "mean over microbenchmarks, with the pooled variation and its degrees of freedom. Verdicts: 'faster' or "
     "'slower' when the 95% interval excludes 1.0; 'same' when the 90% interval lies within ±2% (two one-sided "
     "tests); 'inconclusive' otherwise. Outliers (robust z-score of a paired log ratio, against its instance's "
-    "median, above 6) are excluded, listed, and measured again.")
+    "median, over a MAD never below the run's, above 6) are excluded, listed, and measured again.")
 
 
 CHART_FIGURES = ("qps", "cpu_us", "cycles")   # the rest are in the tables

@@ -25,7 +25,8 @@ covers block noise only, and the report says so.
 Verdicts: "faster"/"slower" when the 95% interval excludes 1.0; "same" when the 90%
 interval lies inside the equivalence margin (two one-sided tests at 5%, TOST);
 "inconclusive" otherwise. Outliers are blocks whose paired log ratio has a robust
-z-score (median/MAD) beyond OUTLIER_Z; the scheduler re-measures them.
+z-score (against its instance's median, over a MAD never below the run's) beyond
+OUTLIER_Z; the scheduler re-measures them.
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ from scipy import stats as _scipy_stats
 
 CONFIDENCE = 0.95
 EQUIVALENCE_MARGIN = 0.02      # "same" when the effect is inside ±2 %
-# Stricter than Iglewicz and Hoaglin's 3.5: the centre is the median of a small instance (4-8
-# blocks), which makes residuals look tighter; 6 flags 0.05 % of clean normal blocks
-# (tests/test_stats.py), while the 3.5x round the audit found scores about 80.
+# Stricter than Iglewicz and Hoaglin's 3.5: the centre is the median of a small instance (2-8
+# blocks), which makes residuals look tighter, and a block is excluded when any of its targets'
+# ratios stands out. With 6 targets, 3 blocks per instance and robust_scale's lower bound, 6 flags
+# under 0.2 % of clean normal blocks and finds a 20 % deviation among 2 % noise (tests/test_stats.py);
+# the 3.5x round the audit found scores about 80.
 OUTLIER_Z = 6.0
 OUTLIER_MAD_FLOOR = 0.005      # a deviation under ~4.5 % is never an outlier, even when MAD is ~0
 OUTLIER_MIN_BLOCKS = 5
@@ -285,20 +288,22 @@ class SuiteEstimates:
         return self.within[0] * self.micros[key].mean_weight()
 
 
-def robust_z(log_ratios: list[float], centres: list[float] | None = None,
-             reference: list[float] | tuple[float, ...] = ()) -> list[float]:
-    """Modified z-scores 0.6745·(y − centre)/MAD, with MAD floored (deterministic figures).
-    The centre is the median unless given (e.g. each observation's instance median). With fewer
-    than OUTLIER_MIN_BLOCKS values of its own, the MAD is taken over them and `reference` (residuals
-    about their centres from elsewhere); with fewer in all, every score is 0."""
-    a = np.asarray(log_ratios, float)
-    c = np.asarray(centres, float) if centres is not None else np.full(len(a), np.median(a) if len(a) else 0.0)
-    resid = a - c
-    spread = resid if len(resid) >= OUTLIER_MIN_BLOCKS else np.concatenate([resid, np.asarray(reference, float)])
-    if len(spread) < OUTLIER_MIN_BLOCKS:
-        return [0.0] * len(a)
-    mad = max(float(np.median(np.abs(spread - np.median(spread)))), OUTLIER_MAD_FLOOR)
-    return list(0.6745 * resid / mad)
+def _mad(values) -> float:
+    a = np.asarray(values, float)
+    return float(np.median(np.abs(a - np.median(a))))
+
+
+def robust_scale(own: list[float], reference: list[float] | tuple[float, ...] = ()) -> float | None:
+    """The MAD that outlier scores divide by: the microbenchmark's own residuals' once it has
+    OUTLIER_MIN_BLOCKS of them, but never less than the run's (`reference`: the residuals of its
+    other microbenchmarks, pooled with its own while those are fewer), nor than OUTLIER_MAD_FLOOR.
+    A MAD of a handful of residuals is often far below the noise it estimates, and every paired
+    ratio of every target is judged, so a block-level rule without that lower bound flags clean
+    blocks by the dozen (tests/test_stats.py). None when there are too few residuals to judge."""
+    own = list(own)
+    run = list(reference) + (own if len(own) < OUTLIER_MIN_BLOCKS else [])
+    mads = [_mad(r) for r in (own, run) if len(r) >= OUTLIER_MIN_BLOCKS]
+    return max(mads + [OUTLIER_MAD_FLOOR]) if mads else None
 
 
 def _instance_medians(observations: list[Observation]) -> dict[int, float]:
@@ -309,23 +314,33 @@ def _instance_medians(observations: list[Observation]) -> dict[int, float]:
 
 
 def instance_residuals(observations: list[Observation]) -> list[float]:
-    """Each log ratio less the median of its instance: the block-to-block part of the noise."""
-    medians = _instance_medians(observations)
-    return [o.log_ratio - medians[o.instance] for o in observations]
+    """Each log ratio less the median of its instance: the block-to-block part of the noise. The
+    median block of an odd instance is left out: its residual is 0 by construction, and with 3
+    blocks a third of all residuals would be zeros that pull the MAD down."""
+    by_instance: dict[int, list[float]] = defaultdict(list)
+    for o in observations:
+        by_instance[o.instance].append(o.log_ratio)
+    residuals = []
+    for values in by_instance.values():
+        centre = float(np.median(values))
+        nearest_first = sorted((v - centre for v in values), key=abs)
+        residuals += nearest_first[1:] if len(values) % 2 else nearest_first
+    return residuals
 
 
 def outliers(observations: list[Observation], reference: list[float] | tuple[float, ...] = ()
              ) -> list[tuple[Observation, float]]:
-    """Observations whose robust z-score exceeds OUTLIER_Z, with their score. Each is judged
-    against the median of its own instance, so that an instance pair that is a few per cent
-    apart for its whole life (real, and covered by the interval) is not taken for outliers.
-    The spread is the microbenchmark's own once it has OUTLIER_MIN_BLOCKS blocks. Before that (a
-    first instance of 2-4 blocks, which could then never be judged while its servers run) it is
-    pooled with `reference`, the instance residuals of the run's other microbenchmarks: the
-    intervals pool the within-instance variance over microbenchmarks in the same way."""
+    """Observations whose robust z-score, 0.6745·(y − its instance's median)/robust_scale,
+    exceeds OUTLIER_Z, with their score. Judging each block against its own instance's median
+    keeps an instance pair that is a few per cent apart for its whole life (real, and covered by
+    the interval) from being taken for outliers. A first instance of 2-4 blocks, which could
+    otherwise never be judged while its servers run, is judged against `reference` alone."""
+    scale = robust_scale(instance_residuals(observations), reference)
+    if scale is None:
+        return []
     medians = _instance_medians(observations)
-    z = robust_z([o.log_ratio for o in observations], [medians[o.instance] for o in observations], reference)
-    return [(o, s) for o, s in zip(observations, z) if abs(s) > OUTLIER_Z]
+    scored = [(o, 0.6745 * (o.log_ratio - medians[o.instance]) / scale) for o in observations]
+    return [(o, z) for o, z in scored if abs(z) > OUTLIER_Z]
 
 
 def expected_false_verdicts(tests: int, confidence: float = CONFIDENCE) -> float:
