@@ -42,8 +42,8 @@ CONFIDENCE = 0.95
 EQUIVALENCE_MARGIN = 0.02      # "same" when the effect is inside ±2 %
 # Stricter than Iglewicz and Hoaglin's 3.5: the centre is the median of a small instance (2-8
 # blocks), which makes residuals look tighter, and a block is excluded when any of its targets'
-# ratios stands out. With 6 targets, 3 blocks per instance and robust_scale's lower bound, 6 flags
-# under 0.2 % of clean normal blocks and finds a 20 % deviation among 2 % noise (tests/test_stats.py);
+# ratios stands out. With 6 targets, 3-4 blocks per instance and robust_scale's lower bound, 6 flags
+# none of 2,100 clean normal blocks and finds a 20 % deviation among 2 % noise (tests/test_stats.py);
 # the 3.5x round the audit found scores about 80.
 OUTLIER_Z = 6.0
 OUTLIER_MAD_FLOOR = 0.005      # a deviation under ~4.5 % is never an outlier, even when MAD is ~0
