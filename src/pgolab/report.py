@@ -338,7 +338,7 @@ def noise_note(a: Analysis, options: dict) -> str:
         if comps:
             sd = np.median([np.sqrt(c.variance) for c in comps]) * 100
             parts.append(f"Instance to instance, a build's paired log ratio moves with a standard deviation of "
-                         f"{sd:.1f}% (pooled over the suite, {comps[0].df} df); the intervals include it.")
+                         f"{sd:.1f}% (pooled over the suite, {comps[0].df:.0f} df); the intervals include it.")
         else:
             parts.append("Each microbenchmark ran on one server instance only: instance-to-instance variation "
                          "(a few per cent on this kind of machine) is not in the intervals.")
@@ -349,6 +349,10 @@ def noise_note(a: Analysis, options: dict) -> str:
         if halves:
             parts.append(f"{label}: per-microbenchmark 95% half-width of rQPS median {np.median(halves) * 100:.1f}%, "
                          f"max {max(halves) * 100:.1f}%; over the suite ±{suite.summary().half_width * 100:.1f}%.")
+        if suite and suite.own:
+            parts.append(f"{label}: the instances of {', '.join(sorted(suite.own))} differed far more than the "
+                         f"other tests' (F test, 5% over the suite), so those carry their own instance variance "
+                         f"with few degrees of freedom: wide intervals, not a wider pool for every test.")
     cpu = [stats.cv(v) for v in a.base_by_instance.get("cpu_us", {}).values() if len(v) > 1]
     if cpu:
         parts.append(f"The base's server CPU per query varies with a CV of {np.median(cpu) * 100:.1f}% (median).")

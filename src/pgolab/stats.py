@@ -13,7 +13,8 @@ Two kinds of noise enter an estimate, and both must be in its interval:
 - instance to instance (two servers of the same binary can differ by several per cent
   for their whole life): the variance component s_u² of the instance means. Each
   microbenchmark has only a few instances, so s_u² is pooled over the suite's
-  microbenchmarks, with the degrees of freedom that pooling gives.
+  microbenchmarks, with the degrees of freedom that pooling gives. A microbenchmark whose
+  instances spread far more than that pool allows is left out of it and carries its own.
 
 Var(per-micro estimate) = (1/R²) Σ_i (s_u² + s_e²/n_i), combined by Satterthwaite.
 A suite or group summary is the geometric mean over microbenchmarks: the mean of
@@ -48,6 +49,7 @@ EQUIVALENCE_MARGIN = 0.02      # "same" when the effect is inside ±2 %
 OUTLIER_Z = 6.0
 OUTLIER_MAD_FLOOR = 0.005      # a deviation under ~4.5 % is never an outlier, even when MAD is ~0
 OUTLIER_MIN_BLOCKS = 5
+STANDS_OUT_FAMILY_P = 0.05    # chance that any test of a suite with one s_u² is taken out of the pool
 
 
 @dataclass(frozen=True)
@@ -169,25 +171,88 @@ class MicroData:
 class InstanceComponent:
     """s_u², the instance-to-instance variance of a log ratio, pooled over microbenchmarks."""
     variance: float | None     # None: no microbenchmark had two instances
+    df: float
+
+
+@dataclass(frozen=True)
+class InstanceSpread:
+    """What one microbenchmark says about s_u²: the sum of squares of its instance means, and the
+    block noise those means carry (E[ss / df] = s_u² + block)."""
+    ss: float
     df: int
+    block: float
+    block_df: int
 
-
-def pooled_instance_component(micros: list[MicroData]) -> InstanceComponent:
-    ss_b = df_b = 0
-    excess = []
-    for m in micros:
+    @classmethod
+    def of(cls, m: MicroData) -> "InstanceSpread":
         ss, df, inv_n = m.between()
-        if df == 0:
-            continue
         ss_w, df_w = m.within()
-        s_e2 = ss_w / df_w if df_w else 0.0
-        ss_b += ss
-        df_b += df
-        # E[SS_b / df] = s_u² + s_e² · mean(1/n_i): subtract the block noise carried by each mean.
-        excess.append(s_e2 * inv_n * df)
-    if df_b == 0:
+        return cls(ss, df, (ss_w / df_w if df_w else 0.0) * inv_n, df_w)
+
+    @property
+    def excess(self) -> float:
+        return self.ss - self.block * self.df
+
+
+def _pool(spreads: list[InstanceSpread]) -> InstanceComponent:
+    """s_u² from several tests, each weighted by the inverse of its estimate's variance.
+
+    Each test gives y = ss/df - block, unbiased for s_u² with Var ≈ 2 (s_u² + block)² / df. An
+    unweighted pool let tests with large block noise (update-inlist's 40 % blocks) pull it to zero:
+    in the MariaDB proof one target's pool was 0 (three once scan left it) where the weighted one
+    gives 1-2 %. The weights depend on s_u², so iterate from the unweighted estimate. Its degrees of freedom are
+    those of a χ² variance estimate as precise: 2 s_u⁴ / Var = s_u⁴ Σw."""
+    spreads = [s for s in spreads if s.df]
+    if not spreads:
         return InstanceComponent(None, 0)
-    return InstanceComponent(max(0.0, (ss_b - sum(excess)) / df_b), df_b)
+    df = np.array([s.df for s in spreads], dtype=float)
+    block = np.array([s.block for s in spreads])
+    y = np.array([s.ss for s in spreads]) / df - block
+    variance = max(0.0, float(np.sum(df * y) / np.sum(df)))
+    for _ in range(100):
+        weights = df / np.maximum(variance + block, 1e-12) ** 2
+        updated = max(0.0, float(np.sum(weights * y) / np.sum(weights)))
+        converged = abs(updated - variance) <= 1e-9 * max(updated, 1e-12)
+        variance = updated
+        if converged:
+            break
+    if variance < 1e-12:      # rounding of identical ratios: no instance effect, and sure of it
+        return InstanceComponent(0.0, float(np.sum(df)))
+    weights = df / np.maximum(variance + block, 1e-12) ** 2
+    return InstanceComponent(variance, float(variance * variance * np.sum(weights)))
+
+
+def instance_components(micros: dict[str, MicroData]) -> tuple[InstanceComponent, dict[str, InstanceComponent]]:
+    """The pooled s_u², and the microbenchmarks whose instances differ too much to share it.
+
+    One pool for every test lets a few tests whose instances differ by 10 % or more set every
+    test's interval: too wide for the steady ones and too narrow for themselves. A test whose
+    instance means spread more than the pool of the others allows (F test, Bonferroni over the
+    suite at STANDS_OUT_FAMILY_P, worst first) leaves the pool and carries its own s_u², never below
+    the pool's, with its own few degrees of freedom. tests/test_stats.py measures both sides on
+    synthetic suites."""
+    spreads = {k: InstanceSpread.of(m) for k, m in micros.items()}
+    pooled = {k: s for k, s in spreads.items() if s.df}
+    apart: dict[str, InstanceSpread] = {}
+    while len(pooled) > 1:
+        p, worst = min((_spread_p(s, _pool([o for j, o in pooled.items() if j != k])), k)
+                       for k, s in pooled.items())
+        if p >= STANDS_OUT_FAMILY_P / len(spreads):
+            break
+        apart[worst] = pooled.pop(worst)
+    component = _pool(list(pooled.values()))
+    own = {k: InstanceComponent(max(s.excess / s.df, component.variance or 0.0), s.df) for k, s in apart.items()}
+    return component, own
+
+
+def _spread_p(spread: InstanceSpread, pool: InstanceComponent) -> float:
+    """P(instance means spread at least this much | the test's s_u² is the pool's)."""
+    expected = (pool.variance or 0.0) + spread.block
+    if expected <= 0:
+        return 0.0 if spread.ss > 0 else 1.0
+    dfd = satterthwaite([(pool.variance or 0.0, pool.df), (spread.block, spread.block_df)])
+    dfd = 1e9 if dfd is None or not math.isfinite(dfd) else dfd
+    return float(_scipy_stats.f.sf(spread.ss / spread.df / expected, spread.df, dfd))
 
 
 def _pooled_within(micros: list[MicroData]) -> tuple[float, int]:
@@ -226,19 +291,23 @@ class SuiteEstimates:
     within: tuple[float, int]
     margin: float = EQUIVALENCE_MARGIN
     tolerance: float | None = None    # deterministic figures: the interval when none can be estimated
+    own: dict[str, InstanceComponent] = field(default_factory=dict)   # tests outside the pool
 
     @classmethod
     def of(cls, observations: dict[str, list[Observation]], margin: float = EQUIVALENCE_MARGIN,
            tolerance: float | None = None) -> "SuiteEstimates":
         micros = {k: MicroData.of(v) for k, v in observations.items() if v}
-        return cls(micros, pooled_instance_component(list(micros.values())),
-                   _pooled_within(list(micros.values())), margin, tolerance)
+        component, own = instance_components(micros)
+        return cls(micros, component, _pooled_within(list(micros.values())), margin, tolerance, own)
+
+    def component_of(self, key: str) -> InstanceComponent:
+        return self.own.get(key, self.component)
 
     def micro(self, key: str) -> Estimate:
         if self.tolerance is not None:
             variance, df = self.deterministic_variance([key])
             return _t_estimate(self.micros[key].mean(), variance, df, self.micros[key].n, self.margin)
-        return micro_estimate(self.micros[key], self.component, self.within, self.margin)
+        return micro_estimate(self.micros[key], self.component_of(key), self.within, self.margin)
 
     def deterministic_variance(self, keys: list[str]) -> tuple[float, float | None]:
         """Variance of the mean log ratio over `keys` for a deterministic figure, and its df.
@@ -267,7 +336,7 @@ class SuiteEstimates:
             mean = float(np.mean([self.micros[k].mean() for k in keys]))
             variance, df = self.deterministic_variance(keys)
             return _t_estimate(mean, variance, df, sum(self.micros[k].n for k in keys), self.margin)
-        parts = [micro_variance(self.micros[k], self.component, self.within) for k in keys]
+        parts = [micro_variance(self.micros[k], self.component_of(k), self.within) for k in keys]
         mean = float(np.mean([self.micros[k].mean() for k in keys]))
         n = sum(self.micros[k].n for k in keys)
         if any(v is None for v, _ in parts):
@@ -277,8 +346,12 @@ class SuiteEstimates:
         block = sum(self.within_share(k) for k in keys) / (m * m)
         terms = [(block, self.within[1] if self.within[1] else 0)]
         if self.component.variance is not None:
-            inst = sum(self.component.variance / len(self.micros[k].by_instance) for k in keys) / (m * m)
-            terms.append((inst, self.component.df))
+            # The pool is one estimate shared by its tests; a test outside it brings its own.
+            pooled = [k for k in keys if k not in self.own]
+            terms.append((sum(self.component.variance / len(self.micros[k].by_instance) for k in pooled) / (m * m),
+                          self.component.df))
+            terms += [(self.own[k].variance / len(self.micros[k].by_instance) / (m * m), self.own[k].df)
+                      for k in keys if k in self.own]
         variance = sum(v for v, _ in terms)
         return _t_estimate(mean, variance, satterthwaite(terms), n, self.margin)
 
