@@ -16,10 +16,11 @@ PROOFS=$PGOLAB_HOME/proofs
 # built yet (issue 10's lifecycle and mix tests wait for one).
 ORDER=(mariadb-10.11-measurement postgresql-15-matrix mysql-9.7 mariadb-10.11-matrix version-series)
 
-collect() {   # SQLite files through the backup API: a run may be writing to them
+collect() {   # SQLite files through the backup API: a run may be writing to them. READMEs are written
+              # in the checkout; the copies under proofs are as old as the folder's first run.
   for d in "${ORDER[@]}"; do
     [ -d "$PROOFS/$d" ] || continue
-    tar -C "$PROOFS/$d" --exclude='*.sqlite*' -cf - . | tar -C "$REPO/docs/results/$d" -xf -
+    tar -C "$PROOFS/$d" --exclude='*.sqlite*' --exclude=README.md -cf - . | tar -C "$REPO/docs/results/$d" -xf -
     for db in "$PROOFS/$d"/*.sqlite; do
       [ -f "$db" ] || continue
       python3 -c 'import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d); d.close()' \
