@@ -351,7 +351,7 @@ def noise_note(a: Analysis, options: dict) -> str:
                          f"max {max(halves) * 100:.1f}%; over the suite ±{suite.summary().half_width * 100:.1f}%.")
         if suite and suite.own:
             parts.append(f"{label}: the instances of {', '.join(sorted(suite.own))} differed far more than the "
-                         f"other tests' (F test, 5% over the suite), so those carry their own instance variance "
+                         f"other tests' (F test, {stats.STANDS_OUT_FAMILY_P:.0%} over the suite), so those carry their own instance variance "
                          f"with few degrees of freedom: wide intervals, not a wider pool for every test.")
     cpu = [stats.cv(v) for v in a.base_by_instance.get("cpu_us", {}).values() if len(v) > 1]
     if cpu:

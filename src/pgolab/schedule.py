@@ -184,20 +184,8 @@ class Scheduler:
     def flag_outliers(self, mode: str, micro: Micro, instance: int) -> int:
         """Exclude this instance's outlier blocks (any headline figure, any variant); their count."""
         key = micro_key(micro)
-        flagged = {}
-        excluded = self._excluded(mode)
-        for figure in (f for f in figures(mode) if f.headline):
-            values = self.store.values(self.run_id, mode, figure.key)
-            for label in self.labels:
-                if label == self.base:
-                    continue
-                by_micro = stats.paired_observations(values, self.base, label, figure.ratio_sign(), excluded)
-                obs = by_micro.pop(key, [])
-                # A short instance is judged against the spread of the run's other microbenchmarks.
-                reference = [r for other in by_micro.values() for r in stats.instance_residuals(other)]
-                for o, z in stats.outliers(obs, reference):
-                    if o.instance == instance and o.block not in flagged:
-                        flagged[o.block] = f"{figure.ratio_name} of {label}: robust z = {z:+.1f}"
+        judged = outlier_blocks(self.store, self.run_id, mode, self.base, self.labels, self._excluded(mode), [key])
+        flagged = {b: reason for (_, i, b), reason in judged.items() if i == instance}
         for block, reason in flagged.items():
             self.store.exclude(self.run_id, mode, key, instance, block, reason)
         return len(flagged)
@@ -231,3 +219,22 @@ class Scheduler:
             half = suite.micro(key).half_width
             widest = max(widest, float("inf") if half is None else half)
         return widest
+
+
+def outlier_blocks(store: Store, run_id: int, mode: str, base: str, labels: list[str],
+                   excluded: set[tuple[str, int, int]], keys: list[str] | None = None) -> dict[tuple[str, int, int], str]:
+    """Stored blocks (microbenchmark, instance, block) of `keys` (default: all) whose paired ratio
+    stands out on any headline figure of any variant, with the first reason found. Each test is
+    judged against the spread of the run's other microbenchmarks too (a short instance has little
+    of its own)."""
+    flagged: dict[tuple[str, int, int], str] = {}
+    for figure in (f for f in figures(mode) if f.headline):
+        values = store.values(run_id, mode, figure.key)
+        for label in (l for l in labels if l != base):
+            by_micro = stats.paired_observations(values, base, label, figure.ratio_sign(), excluded)
+            residuals = {k: stats.instance_residuals(obs) for k, obs in by_micro.items()}
+            for key in (keys if keys is not None else list(by_micro)):
+                reference = [r for other, rs in residuals.items() if other != key for r in rs]
+                for o, z in stats.outliers(by_micro.get(key, []), reference):
+                    flagged.setdefault((key, o.instance, o.block), f"{figure.ratio_name} of {label}: robust z = {z:+.1f}")
+    return flagged

@@ -200,8 +200,8 @@ def _pool(spreads: list[InstanceSpread]) -> InstanceComponent:
     Each test gives y = ss/df - block, unbiased for s_u² with Var ≈ 2 (s_u² + block)² / df. An
     unweighted pool let tests with large block noise (update-inlist's 40 % blocks) pull it to zero:
     in the MariaDB proof one target's pool was 0 (three once scan left it) where the weighted one
-    gives 1-2 %. The weights depend on s_u², so iterate from the unweighted estimate. Its degrees of freedom are
-    those of a χ² variance estimate as precise: 2 s_u⁴ / Var = s_u⁴ Σw."""
+    gives 1-2 %. The weights depend on s_u², so iterate from the unweighted estimate. Its degrees
+    of freedom are those of a χ² variance estimate as precise: 2 s_u⁴ / Var = s_u⁴ Σw."""
     spreads = [s for s in spreads if s.df]
     if not spreads:
         return InstanceComponent(None, 0)
@@ -231,13 +231,13 @@ def instance_components(micros: dict[str, MicroData]) -> tuple[InstanceComponent
     suite at STANDS_OUT_FAMILY_P, worst first) leaves the pool and carries its own s_u², never below
     the pool's, with its own few degrees of freedom. tests/test_stats.py measures both sides on
     synthetic suites."""
-    spreads = {k: InstanceSpread.of(m) for k, m in micros.items()}
-    pooled = {k: s for k, s in spreads.items() if s.df}
+    pooled = {k: s for k, s in ((k, InstanceSpread.of(m)) for k, m in micros.items()) if s.df}
+    tested = len(pooled)
     apart: dict[str, InstanceSpread] = {}
     while len(pooled) > 1:
         p, worst = min((_spread_p(s, _pool([o for j, o in pooled.items() if j != k])), k)
                        for k, s in pooled.items())
-        if p >= STANDS_OUT_FAMILY_P / len(spreads):
+        if p >= STANDS_OUT_FAMILY_P / tested:
             break
         apart[worst] = pooled.pop(worst)
     component = _pool(list(pooled.values()))
@@ -380,21 +380,15 @@ def robust_scale(own: list[float], reference: list[float] | tuple[float, ...] = 
 
 
 def _instance_medians(observations: list[Observation]) -> dict[int, float]:
-    by_instance: dict[int, list[float]] = defaultdict(list)
-    for o in observations:
-        by_instance[o.instance].append(o.log_ratio)
-    return {i: float(np.median(v)) for i, v in by_instance.items()}
+    return {i: float(np.median(v)) for i, v in MicroData.of(observations).by_instance.items()}
 
 
 def instance_residuals(observations: list[Observation]) -> list[float]:
     """Each log ratio less the median of its instance: the block-to-block part of the noise. The
     median block of an odd instance is left out: its residual is 0 by construction, and with 3
     blocks a third of all residuals would be zeros that pull the MAD down."""
-    by_instance: dict[int, list[float]] = defaultdict(list)
-    for o in observations:
-        by_instance[o.instance].append(o.log_ratio)
     residuals = []
-    for values in by_instance.values():
+    for values in MicroData.of(observations).by_instance.values():
         centre = float(np.median(values))
         nearest_first = sorted((v - centre for v in values), key=abs)
         residuals += nearest_first[1:] if len(values) % 2 else nearest_first

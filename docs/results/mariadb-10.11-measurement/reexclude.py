@@ -10,8 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from pgolab import stats
-from pgolab.measurement import figures
+from pgolab.schedule import outlier_blocks
 from pgolab.store import Store
 
 run, copy = sys.argv[1], Path(sys.argv[2])
@@ -22,21 +21,13 @@ run_id, base = row["id"], row["base"]
 before = store.excluded(run_id)
 store.db.execute("DELETE FROM excluded WHERE run_id = ? AND mode = 'qps'", (run_id,))
 labels = sorted({r[0] for r in store.db.execute("SELECT DISTINCT label FROM samples WHERE run_id = ?", (run_id,))})
-for mode in ("qps",):
-    flagged: dict[tuple[str, int, int], str] = {}
-    for figure in (f for f in figures(mode) if f.headline):
-        values = store.values(run_id, mode, figure.key)
-        for label in (l for l in labels if l != base):
-            by_micro = stats.paired_observations(values, base, label, figure.ratio_sign())
-            for micro, obs in by_micro.items():
-                reference = [r for m, other in by_micro.items() if m != micro for r in stats.instance_residuals(other)]
-                for o, z in stats.outliers(obs, reference):
-                    flagged.setdefault((micro, o.instance, o.block), f"{figure.ratio_name} of {label}: robust z = {z:+.1f}")
-    for (micro, instance, block), reason in sorted(flagged.items()):
-        store.exclude(run_id, mode, micro, instance, block, reason)
-    old = sum(1 for k in before if k[0] == mode)
-    blocks = store.db.execute("SELECT count(DISTINCT micro || ':' || instance || ':' || block) FROM samples "
-                              "WHERE run_id = ? AND mode = ?", (run_id, mode)).fetchone()[0]
-    print(f"{mode}: {blocks} stored blocks; excluded by the rule of the run {old}, by the current rule {len(flagged)}")
-    for (micro, instance, block), reason in sorted(flagged.items()):
-        print(f"  {micro} instance {instance} block {block}: {reason}")
+mode = "qps"
+flagged = outlier_blocks(store, run_id, mode, base, labels, excluded=set())
+for (micro, instance, block), reason in sorted(flagged.items()):
+    store.exclude(run_id, mode, micro, instance, block, reason)
+old = sum(1 for k in before if k[0] == mode)
+blocks = store.db.execute("SELECT count(DISTINCT micro || ':' || instance || ':' || block) FROM samples "
+                          "WHERE run_id = ? AND mode = ?", (run_id, mode)).fetchone()[0]
+print(f"{mode}: {blocks} stored blocks; excluded by the rule of the run {old}, by the current rule {len(flagged)}")
+for (micro, instance, block), reason in sorted(flagged.items()):
+    print(f"  {micro} instance {instance} block {block}: {reason}")
