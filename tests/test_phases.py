@@ -1,8 +1,14 @@
 """The phase engine with fake actions: skip, forget-from, partial seconds, interrupt, until."""
 
+import json
+import shutil
+import subprocess
+import sys
+import time
+
 import pytest
 
-from pgolab.phases import Phase, PhaseEngine, PhaseState
+from pgolab.phases import Phase, PhaseEngine, PhaseState, children_cpu_seconds, live_descendant_ticks
 
 
 class FakeClock:
@@ -81,7 +87,41 @@ def test_an_interrupted_phase_resumes_and_keeps_its_seconds(tmp_path):
     engine(tmp_path, clock).run(chain(rec), "base")
     assert rec.calls == ["compile", "install"]                   # configure was not repeated
     # 10 s before the interrupt plus 10 s of the resumed run
-    assert PhaseState(tmp_path / "state.json").phases["compile"]["seconds"] == 20
+    compile_ = PhaseState(tmp_path / "state.json").phases["compile"]
+    assert compile_["seconds"] == 20 and compile_["attempts"] == 2
+
+
+def test_a_killed_phase_keeps_what_its_checkpoints_wrote(tmp_path):
+    """A SIGKILL runs no handler: the time must already be on disk. The action copies the state file
+    as a kill would leave it, once a checkpoint has written this attempt's 5 s and 7 CPU-s."""
+    clock, cpu = FakeClock(), FakeClock()
+    state_file, killed = tmp_path / "state.json", tmp_path / "killed" / "state.json"
+
+    def compile_until_killed():
+        clock.now += 5
+        cpu.now += 7
+        deadline = time.monotonic() + 10
+        while json.loads(state_file.read_text()).get("partial", {}).get("compile", {}).get("seconds") != 5:
+            assert time.monotonic() < deadline, "no checkpoint written"
+            time.sleep(0.01)
+        killed.parent.mkdir()
+        shutil.copy(state_file, killed)
+
+    def compile_resumed():
+        clock.now += 10
+        cpu.now += 20
+
+    def phases(action):
+        return [Phase("configure", "", None, lambda: None), Phase("compile", "", None, action)]
+
+    PhaseEngine(PhaseState(state_file), clock=clock, cpu_clock=cpu, checkpoint_every=0.01).run(
+        phases(compile_until_killed), "base")
+    resumed = PhaseState(killed)
+    assert "compile" not in resumed.phases
+    PhaseEngine(resumed, clock=clock, cpu_clock=cpu).run(phases(compile_resumed), "base")
+    compile_ = PhaseState(killed).phases["compile"]
+    assert (compile_["seconds"], compile_["cpu_seconds"], compile_["attempts"]) == (15, 27, 2)
+    assert "compile" not in PhaseState(killed).data["partial"]
 
 
 def test_partial_seconds_of_a_different_input_are_not_added(tmp_path):
@@ -125,3 +165,25 @@ def test_cpu_seconds_are_those_of_the_phase(tmp_path):
     engine(tmp_path, clock, cpu=lambda: next(cpu)).run(chain(rec), "base")
     phases = PhaseState(tmp_path / "state.json").phases
     assert [phases[n]["cpu_seconds"] for n in ("configure", "compile", "install")] == [3.0, 47.0, 1.0]
+
+
+def test_live_descendants_count_with_their_reaped_children_and_strangers_do_not():
+    stats = {10: (1, 5), 11: (10, 100), 12: (11, 30), 13: (10, 2), 20: (1, 999), 21: (20, 999)}
+    assert live_descendant_ticks(stats, 10) == 132
+    assert live_descendant_ticks(stats, 12) == 0
+
+
+def test_cpu_of_a_child_still_running_is_counted():
+    """What a checkpoint during a long ninja run relies on: getrusage alone sees a child only once
+    it has been waited for."""
+    before = children_cpu_seconds()
+    child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        deadline = time.monotonic() + 20
+        while children_cpu_seconds() - before < 0.3:
+            assert time.monotonic() < deadline, "the running child's CPU was not counted"
+            time.sleep(0.05)
+        assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()

@@ -247,7 +247,8 @@ class Pipeline:
             server_binary=str(binary),
             install_dir=str(self.install_dir("final")),
             logs=str(self.logs),
-            phases={k: {"seconds": v["seconds"], "cpu_seconds": v.get("cpu_seconds"), "finished": v["finished"]}
+            phases={k: {"seconds": v["seconds"], "cpu_seconds": v.get("cpu_seconds"),
+                        "attempts": v.get("attempts", 1), "finished": v["finished"]}
                     for k, v in phases.items()},
             build_seconds=round(sum(v["seconds"] for v in phases.values()), 1),
             build_cpu_seconds=round(sum(v.get("cpu_seconds") or 0 for v in phases.values()), 1),

@@ -31,7 +31,7 @@ class BuildRecord:
     server_binary: str
     install_dir: str
     logs: str
-    phases: dict = field(default_factory=dict)   # name -> seconds, cpu_seconds, finished
+    phases: dict = field(default_factory=dict)   # name -> seconds, cpu_seconds, attempts, finished
     build_seconds: float = 0.0
     build_cpu_seconds: float = 0.0
     training: str | None = None

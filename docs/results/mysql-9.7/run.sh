@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 10 proof: MySQL 9.7.2 from Debian unstable, built as rel_o2nofp, rel_pgo_use, rel_lto and
 # rel_lto_pgo_use_clang (wall and CPU time of each in builds.md), then the full suite at 1 thread,
-# cost and QPS, with Debian 12's mariadbd beside them. Every step resumes when run again.
+# cost and QPS (MariaDB beside MySQL is the version series' run). Every step resumes when run again.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 OUT=${PROOF_OUT:-docs/results/mysql-9.7}
