@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pgolab.cost import CostEntry, Counts, function_names
+from pgolab.cost import CostEntry, Counts, function_names, new_files, output_files
 from pgolab.targets import MariaDBInstallation
 
 from conftest import need
@@ -40,3 +40,17 @@ def test_counts_parse_sum_and_per_query():
     assert per["instructions"] == 500 and per["i1_misses"] == 5 and per["d1_misses"] == 5
     # cycles ≈ Ir + 10·(I1mr+D1mr+D1mw) + 100·(ILmr+DLmr+DLmw) + 20·(Bcm+Bim), per query
     assert per["cycles"] == pytest.approx((2000 + 10 * 40 + 100 * 4 + 20 * 6) / 4)
+
+
+def test_a_file_written_over_under_a_repeated_pid_counts_as_new(tmp_path):
+    """After a container restart pids begin again: a backend writes callgrind.out.<pid> over an
+    earlier backend's file, and that file is the run's output although its name is not new."""
+    old = tmp_path / "callgrind.out.22953"
+    old.write_text("summary: 5\n")
+    untouched = tmp_path / "callgrind.out.100"
+    untouched.write_text("summary: 7\n")
+    before = output_files(tmp_path)
+    old.write_text("events: Ir\nsummary: 549315930\n")
+    (tmp_path / "callgrind.out.22954").write_text("summary: 9\n")
+    assert new_files(tmp_path, before, wait_s=0) == [old, tmp_path / "callgrind.out.22954"]
+    assert new_files(tmp_path, output_files(tmp_path), wait_s=0) == []

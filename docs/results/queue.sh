@@ -58,9 +58,11 @@ echo "=== $(date -Is) queue at $(git -C "$CODE" log --oneline -1)"
 for d in "${ORDER[@]}"; do
   [ -d "$PROOFS/$d" ] || cp -r "$REPO/docs/results/$d" "$PROOFS/$d"
   echo "=== $(date -Is) $d"
-  if PROOF_OUT=$PROOFS/$d PGOLAB=$CODE/.venv/bin/pgolab bash "$CODE/docs/results/$d/run.sh"; then
+  PROOF_OUT=$PROOFS/$d PGOLAB=$CODE/.venv/bin/pgolab bash "$CODE/docs/results/$d/run.sh"
+  rc=$?   # taken at once: the $(date) below would reset $? before the message read it
+  if [ $rc = 0 ]; then
     echo "=== $(date -Is) $d finished"
   else
-    echo "=== $(date -Is) $d stopped (exit $?): see its output above; the next one starts"
+    echo "=== $(date -Is) $d stopped (exit $rc): see its output above; the next one starts"
   fi
 done

@@ -163,11 +163,31 @@ def wait_for_backends(pid: int, baseline: set[int], timeout: float = 120.0) -> N
         time.sleep(0.2)
 
 
-def new_files(out_dir: Path, before: set[Path], wait_s: float = 30.0, expect: int = 1) -> list[Path]:
-    """Output files that appeared since `before`; waits until `expect` of them are complete."""
+def output_files(out_dir: Path) -> dict[Path, tuple[int, int, int]]:
+    """callgrind's output files, each with what tells a rewritten file from the old one.
+
+    The names hold a pid, and pids repeat: after a container restart they begin again, and a
+    backend then writes over an earlier backend's file. Seen: a resumed cost run missed such a
+    file and stopped with "counted no instructions".
+    """
+    files = {}
+    for path in out_dir.glob("callgrind.out.*"):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        files[path] = (st.st_ino, st.st_mtime_ns, st.st_size)
+    return files
+
+
+def new_files(out_dir: Path, before: dict[Path, tuple[int, int, int]], wait_s: float = 30.0,
+              expect: int = 1) -> list[Path]:
+    """Output files written since the snapshot `before` (`output_files`); waits until `expect` of
+    them are complete."""
     deadline = time.monotonic() + wait_s
     while True:
-        found = sorted(p for p in out_dir.glob("callgrind.out.*") if p not in before and _complete(p))
+        found = sorted(p for p, written in output_files(out_dir).items()
+                       if before.get(p) != written and _complete(p))
         if len(found) >= expect or time.monotonic() > deadline:
             return found
         time.sleep(0.2)
@@ -266,7 +286,7 @@ class CostExecutor:
             server = self.fleet.servers[label]
             if self.entry_points[label] is None or server.installation.forks_backends:
                 continue
-            before = set(self.out_dirs[label].glob("callgrind.out.*"))
+            before = output_files(self.out_dirs[label])
             server.query("SELECT 1", what="cost probe")
             callgrind_control(server.runner, "dump", server.proc.pid)
             if Counts.of_files(new_files(self.out_dirs[label], before)).get("Ir") <= 0:
@@ -310,7 +330,7 @@ class CostExecutor:
         else:
             # Warms the simulated caches and the server's own with the same statements.
             server.runner.run(warm_argv, what="cost warm-up")
-            before = set(out.glob("callgrind.out.*"))
+            before = output_files(out)
             callgrind_control(server.runner, "zero", pid)
             started = time.monotonic()
             output = server.runner.run(argv, what=f"sysbench {step.micro} (cost)").output
@@ -329,7 +349,7 @@ class CostExecutor:
     def _backend_run(self, label: str, argv: list[str], what: str) -> tuple[Counts, list[Path], str]:
         """One sysbench run on a forking server: the counts of the processes that ended during it."""
         server, out = self.fleet.servers[label], self.out_dirs[label]
-        before = set(out.glob("callgrind.out.*"))
+        before = output_files(out)
         output = server.runner.run(argv, what=what).output
         wait_for_backends(server.proc.pid, self.long_lived[label])
         files = new_files(out, before)
