@@ -4,7 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from pgolab.cost import CostEntry, Counts, function_names, new_files, output_files
+from pgolab.cost import CostEntry, Counts, function_names, new_files, output_files, run_sysbench
+from pgolab.errors import PgolabError
+from pgolab.runner import Runner
 from pgolab.targets import MariaDBInstallation
 
 from conftest import need
@@ -54,3 +56,30 @@ def test_a_file_written_over_under_a_repeated_pid_counts_as_new(tmp_path):
     (tmp_path / "callgrind.out.22954").write_text("summary: 9\n")
     assert new_files(tmp_path, before, wait_s=0) == [old, tmp_path / "callgrind.out.22954"]
     assert new_files(tmp_path, output_files(tmp_path), wait_s=0) == []
+
+
+SLOW_START_SCRIPT = """
+n=$(cat {count} 2>/dev/null || echo 0); echo $((n + 1)) > {count}
+if [ "$n" -lt {misses} ]; then echo 'FATAL: Worker threads failed to initialize within 30 seconds!'; exit 1; fi
+echo 'General statistics:'
+"""
+
+
+def slow_start_argv(tmp_path, misses: int) -> list[str]:
+    return ["sh", "-c", SLOW_START_SCRIPT.format(count=tmp_path / "count", misses=misses)]
+
+
+def test_a_sysbench_run_that_missed_its_thread_start_runs_again(tmp_path):
+    runner = Runner(tmp_path / "log")
+    result = run_sysbench(runner, slow_start_argv(tmp_path, misses=2), "cost warm-up")
+    assert result.returncode == 0 and (tmp_path / "count").read_text().strip() == "3"
+    assert (tmp_path / "log").read_text().count("missed its 30 s start") == 2
+
+
+def test_a_third_missed_start_or_any_other_failure_is_an_error(tmp_path):
+    runner = Runner(tmp_path / "log")
+    with pytest.raises(PgolabError, match="failed .exit 1"):
+        run_sysbench(runner, slow_start_argv(tmp_path, misses=3), "cost warm-up")
+    assert (tmp_path / "count").read_text().strip() == "3"
+    with pytest.raises(PgolabError, match="failed .exit 2"):
+        run_sysbench(runner, ["sh", "-c", "echo FATAL: no such table; exit 2"], "cost warm-up")

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from .errors import PgolabError
 from .measurement import Sample, Step
-from .runner import Runner, format_command
+from .runner import CommandResult, Runner, format_command
 from .suite import Micro
 
 # Fixed geometry (a common x86 L1 and an 8 MiB last level): comparable across machines.
@@ -201,6 +201,34 @@ def _complete(path: Path) -> bool:
     return bool(re.search(r"^(summary|totals):", text, re.M))
 
 
+# sysbench 1.0 gives its worker threads a fixed 30 s to connect and prepare their statements, with no
+# option to lengthen it; a server under callgrind, on a machine busy with other work, can miss it
+# (seen: writes/delete on PostgreSQL beside a CI run). The run measured nothing then.
+SLOW_START = "failed to initialize within"
+START_ATTEMPTS = 3
+
+
+def missed_start(result: CommandResult, attempt: int, runner: Runner, what: str) -> bool:
+    """True if sysbench stopped before its threads started and may run again; raises for any
+    other failure, or when the last attempt missed too."""
+    if result.returncode == 0:
+        return False
+    if SLOW_START not in result.output or attempt >= START_ATTEMPTS:
+        raise runner.failure(result, what)
+    runner.note(f"{what}: sysbench's threads missed its 30 s start (attempt {attempt} of {START_ATTEMPTS}); "
+                "nothing ran, so it runs again")
+    return True
+
+
+def run_sysbench(runner: Runner, argv: list[str], what: str) -> CommandResult:
+    """A sysbench run whose counters nobody reads (a warm-up): run again after a missed start."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        result = runner.run(argv, what=what, check=False)
+        if not missed_start(result, attempt, runner, what):
+            break
+    return result
+
+
 def require_counts(counts: Counts, label: str, micro: str, method: str, files: list[Path]) -> None:
     if counts.get("Ir") <= 0:
         raise PgolabError(
@@ -329,12 +357,17 @@ class CostExecutor:
             files = short_files + files
         else:
             # Warms the simulated caches and the server's own with the same statements.
-            server.runner.run(warm_argv, what="cost warm-up")
-            before = output_files(out)
-            callgrind_control(server.runner, "zero", pid)
-            started = time.monotonic()
-            output = server.runner.run(argv, what=f"sysbench {step.micro} (cost)").output
-            seconds = time.monotonic() - started
+            run_sysbench(server.runner, warm_argv, "cost warm-up")
+            what = f"sysbench {step.micro} (cost)"
+            for attempt in range(1, START_ATTEMPTS + 1):
+                before = output_files(out)
+                callgrind_control(server.runner, "zero", pid)   # again after a missed start
+                started = time.monotonic()
+                result = server.runner.run(argv, what=what, check=False)
+                seconds = time.monotonic() - started
+                if not missed_start(result, attempt, server.runner, what):
+                    break
+            output = result.output
             callgrind_control(server.runner, "dump", pid)
             files = new_files(out, before)
             counts = Counts.of_files(files)
@@ -349,11 +382,14 @@ class CostExecutor:
     def _backend_run(self, label: str, argv: list[str], what: str) -> tuple[Counts, list[Path], str]:
         """One sysbench run on a forking server: the counts of the processes that ended during it."""
         server, out = self.fleet.servers[label], self.out_dirs[label]
-        before = output_files(out)
-        output = server.runner.run(argv, what=what).output
-        wait_for_backends(server.proc.pid, self.long_lived[label])
+        for attempt in range(1, START_ATTEMPTS + 1):
+            before = output_files(out)    # after a missed start: its backend's file is not counted
+            result = server.runner.run(argv, what=what, check=False)
+            wait_for_backends(server.proc.pid, self.long_lived[label])
+            if not missed_start(result, attempt, server.runner, what):
+                break
         files = new_files(out, before)
-        return Counts.of_files(files), files, output
+        return Counts.of_files(files), files, result.output
 
     def stop_instance(self) -> None:
         pass   # deterministic figures: one server life serves every microbenchmark

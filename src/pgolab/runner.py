@@ -10,7 +10,6 @@ import os
 import shlex
 import subprocess
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -73,7 +72,6 @@ class Runner:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         as_user = f" (as user {user})" if user else ""
         self._header(f"\n### {stamp}{as_user} $ {format_command(argv, cwd, env_changes)}\n")
-        tail: deque[str] = deque(maxlen=TAIL_LINES)
         chunks: list[str] = []
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE,
@@ -90,7 +88,6 @@ class Runner:
                 assert proc.stdout is not None
                 for line in proc.stdout:
                     log.write(line)
-                    tail.append(line)
                     chunks.append(line)
                     if self.on_line:
                         self.on_line(line.rstrip("\n"))
@@ -108,10 +105,15 @@ class Runner:
         self._header(f"### exit {returncode} after {seconds:.1f}s\n")
         result = CommandResult(argv, returncode, "".join(chunks), seconds)
         if check and returncode != 0:
-            raise PgolabError(
-                f"{what or argv[0]} failed (exit {returncode})",
-                detail="last lines:\n" + "".join(tail),
-                log=self.log_path,
-                hint="read the log above; fix the cause and run the same pgolab command again "
-                     "(finished phases are kept)")
+            raise self.failure(result, what)
         return result
+
+    def failure(self, result: CommandResult, what: str | None = None) -> PgolabError:
+        """The error for a command that failed, with its last lines."""
+        tail = result.output.splitlines(keepends=True)[-TAIL_LINES:]
+        return PgolabError(
+            f"{what or result.argv[0]} failed (exit {result.returncode})",
+            detail="last lines:\n" + "".join(tail),
+            log=self.log_path,
+            hint="read the log above; fix the cause and run the same pgolab command again "
+                 "(finished phases are kept)")
