@@ -6,6 +6,19 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
+# Two setups at once (a CI run started while the proof queue sets up) failed on apt's locks
+# ("Could not get lock /var/lib/dpkg/lock-frontend"): the second now waits for the first. apt
+# itself waits for any other dpkg user (DPkg::Lock::Timeout; it does not cover `apt-get update`'s
+# list lock, which only our own setups take here).
+LOCK=/tmp/pgolab-setup-system.lock
+touch "$LOCK" 2>/dev/null || true
+exec 9<"$LOCK"
+if ! flock -w 1800 9; then
+  echo "pgolab: another pgolab setup has held $LOCK for 30 minutes; see which with: fuser -v $LOCK" >&2
+  exit 1
+fi
+APT=($SUDO apt-get -o DPkg::Lock::Timeout=600)
+
 # apt-get source / build-dep need deb-src entries; add them for the suites the
 # machine already uses (main suite and updates; the security suite's sources
 # are not served here, so it is left out on purpose).
@@ -22,7 +35,7 @@ SRC
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
+"${APT[@]}" update -qq
 
 PACKAGES=(
   build-essential cmake ninja-build bison flex pkg-config ccache dpkg-dev
@@ -35,10 +48,10 @@ PACKAGES=(
   libssl-dev zlib1g-dev libzstd-dev liblz4-dev libicu-dev libedit-dev
   libprotobuf-dev libprotoc-dev protobuf-compiler libnuma-dev libcurl4-openssl-dev libldap-dev
 )
-$SUDO apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}"
+"${APT[@]}" install -y -qq --no-install-recommends "${PACKAGES[@]}"
 
 # Build dependencies of the two source packages pgolab builds.
-$SUDO apt-get build-dep -y -qq mariadb postgresql-15
+"${APT[@]}" build-dep -y -qq mariadb postgresql-15
 
 # PostgreSQL refuses to run as root: pgolab runs it as this unprivileged user.
 if ! id pgolab >/dev/null 2>&1; then
