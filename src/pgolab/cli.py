@@ -33,15 +33,39 @@ console = Console(stderr=True)
 out = console_for_output()   # never wraps tables into a pipe or a file
 
 
+class LogLines:
+    """Plain progress lines where the console is a log file, not a terminal.
+
+    rich draws no live line into a file until the display stops, so a matrix run under nohup showed
+    nothing for hours. One line when a step starts, and at most one a minute while it runs."""
+
+    def __init__(self, console: Console, every: float = 60.0, clock=time.monotonic):
+        self.console, self.every, self.clock = console, every, clock
+        self.last: float | None = None
+
+    def now(self, text: str) -> None:
+        if not self.console.is_terminal:
+            self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+            self.last = self.clock()
+
+    def paced(self, text: str) -> None:
+        if self.last is None or self.clock() - self.last >= self.every:
+            self.now(text)
+
+
 class RichReporter:
     """Phase, ninja's [n/N] step count and elapsed time, on one live line per phase."""
 
     def __init__(self, progress: Progress):
         self.display = progress
         self.task = None
+        self.phase = ""
+        self.log = LogLines(progress.console)
 
     def phase_started(self, name, description):
-        self.task = self.display.add_task(f"{name}: {description}", total=None, left="")
+        self.phase = f"{name}: {description}"
+        self.task = self.display.add_task(self.phase, total=None, left="")
+        self.log.now(f"… {self.phase}")
 
     def phase_skipped(self, name, description):
         self.display.console.print(f"[dim]✓ {name}: {description} (up to date, skipped)[/dim]")
@@ -55,6 +79,7 @@ class RichReporter:
     def progress(self, done, total):
         if self.task is not None:
             self.display.update(self.task, completed=done, total=total)
+            self.log.paced(f"  {self.phase}: {done}/{total}")
 
     def message(self, text):
         self.display.console.print(f"  {escape(text)}")
@@ -292,6 +317,7 @@ def _bench_options(suite, measure, slice_seconds, instances, blocks, target_ci, 
 def _step_display(progress: Progress, prefix: str = ""):
     """A live line for a benchmark run: the step, done of total, and an estimate of the time left."""
     task = progress.add_task(f"{prefix}starting", total=None, left="left ~?")
+    log = LogLines(progress.console)
     started = time.monotonic()
     first_done: list[int] = []
 
@@ -302,6 +328,7 @@ def _step_display(progress: Progress, prefix: str = ""):
         left = "left ~" + (time.strftime("%H:%M:%S", time.gmtime(pace * (state.total - state.done))) if pace else "?")
         progress.update(task, description=escape(prefix + state.text), completed=state.done, total=state.total,
                         left=left)
+        log.paced(f"{prefix}{state.done}/{state.total} steps, {left}: {state.text}")
     return on_step
 
 
