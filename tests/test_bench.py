@@ -105,12 +105,18 @@ def test_a_resume_is_refused_after_a_target_binary_changed(tmp_path, server_tmp)
 
     def stop(progress):
         raise KeyboardInterrupt
-    with pytest.raises(KeyboardInterrupt):
-        bench.run_bench(store, "changed", "a", targets, options, "test", stop)
+    for name in ("changed", "rebuilt-{binaries}"):
+        with pytest.raises(KeyboardInterrupt):
+            bench.run_bench(store, name, "a", targets, options, "test", stop)
     with open(copy, "ab") as f:
         f.write(b"\0")
     with pytest.raises(PgolabError, match=r"targets\.b differ"):
         bench.run_bench(store, "changed", "a", targets, options, "test")
+    # A name carrying {binaries} starts a run of its own for the changed binary.
+    with pytest.raises(KeyboardInterrupt):
+        bench.run_bench(store, "rebuilt-{binaries}", "a", targets, options, "test", stop)
+    rebuilt = [r["name"] for r in store.runs() if r["name"].startswith("rebuilt-")]
+    assert len(rebuilt) == 2 and rebuilt[0] != rebuilt[1]
     other = bench.BenchOptions(**{**options.as_dict(), "slice_seconds": 2})
     with pytest.raises(PgolabError, match=r"options\.slice_seconds"):
         bench.run_bench(store, "changed", "a", [debian_mariadb("a"), debian_mariadb("b")], other, "test")
@@ -150,3 +156,13 @@ def test_a_base_named_by_no_target_is_a_built_variant(tmp_path, monkeypatch):
         bench.resolve_targets("rel_o2nofp", [], ["distro=/usr/sbin/mariadbd"])
     targets = bench.resolve_targets("distro", [], ["distro=/usr/sbin/mariadbd", "again=/usr/sbin/mariadbd"])
     assert [t.label for t in targets] == ["distro", "again"]
+
+
+def test_binaries_in_a_run_name_stand_for_the_targets_digests():
+    digests = {"a": "1" * 64, "b": "2" * 64}
+    name = bench.resolve_run_name("m-{binaries}", digests)
+    assert name.startswith("m-") and len(name) == len("m-") + 8 and "{" not in name
+    assert bench.resolve_run_name("m-{binaries}", dict(reversed(digests.items()))) == name
+    assert bench.resolve_run_name("m-{binaries}", {**digests, "b": "3" * 64}) != name
+    assert bench.resolve_run_name("m-{binaries}", {"a": "2" * 64, "b": "1" * 64}) != name   # labels count
+    assert bench.resolve_run_name("plain", digests) == "plain"

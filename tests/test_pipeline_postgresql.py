@@ -169,7 +169,8 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     store = tmp_path / "matrix.sqlite"
     cmd = pgolab("matrix", str(pg_tree.path), "--variants", MATRIX_VARIANT, "--base", MATRIX_BASE,
                  "--train-seconds", str(TRAIN_SECONDS), "--suite", "quick", "--seconds", "1", "--instances", "1",
-                 "--blocks", "2", "--table-size", "5000", "--store", str(store), "--run", "ci-matrix")
+                 "--blocks", "2", "--table-size", "5000", "--store", str(store), "--run", "ci-matrix-{binaries}",
+                 "--out", str(tmp_path / "report"))
     # SIGKILL in the middle of the benchmark: no server may outlive pgolab, no step may be lost or doubled.
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 3600
@@ -179,7 +180,9 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     proc.kill()
     proc.wait()
     from pgolab import paths
-    assert wait_until_gone(paths.runs_dir() / "ci-matrix") == [], "a benchmark server outlived pgolab"
+    run_dirs = list(paths.runs_dir().glob("ci-matrix-*"))
+    assert len(run_dirs) == 1 and "{" not in run_dirs[0].name   # named after the two builds' binaries
+    assert wait_until_gone(run_dirs[0]) == [], "a benchmark server outlived pgolab"
     kept = stored_samples(store)
     assert kept >= 4
 
@@ -203,7 +206,10 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     from pgolab import report
     from pgolab.record import BuildRecord
     from pgolab.store import Store
-    data = report.compute(Store(store), "ci-matrix")
+    assert [r["name"] for r in Store(store).runs()] == [run_dirs[0].name], "the same binaries continue their run"
+    timing = (tmp_path / "report" / "matrix-timing.jsonl").read_text().splitlines()
+    assert len(timing) == 1 and json.loads(timing[0])["built_now"] == 0   # the killed invocation logged none
+    data = report.compute(Store(store), run_dirs[0].name)
     assert [r["build"] for r in data.table("builds").rows] == [MATRIX_VARIANT]
     assert {r["build"] for r in data.table("groups").rows} == {MATRIX_VARIANT}
     cost = {r["build"]: r for r in data.table("build_cost").rows}

@@ -8,6 +8,8 @@ after the other. Servers, sockets and data copies live under the run's folder.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import platform
 from dataclasses import replace
@@ -72,6 +74,19 @@ def run_identity(server: str, base: str, targets: list[BenchTarget], digests: di
     return identity
 
 
+BINARIES_PLACEHOLDER = "{binaries}"
+
+
+def resolve_run_name(name: str, digests: dict[str, str]) -> str:
+    """`{binaries}` in a run name becomes a short digest of every target's label and binary: the
+    same builds continue their run, a rebuild (other binaries, e.g. on a new machine) starts one of
+    its own instead of being refused after hours of building."""
+    if BINARIES_PLACEHOLDER not in name:
+        return name
+    short = hashlib.sha256(json.dumps(sorted(digests.items())).encode()).hexdigest()[:8]
+    return name.replace(BINARIES_PLACEHOLDER, short)
+
+
 MYSQL_PROTOCOL_SERVERS = {"mariadb", "mysql"}
 
 
@@ -98,6 +113,7 @@ def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget]
     targets = sorted(targets, key=lambda t: t.label != base)
     labels = [t.label for t in targets]
     digests = {t.label: file_digest(t.installation.server_binary) for t in targets}
+    run_name = resolve_run_name(run_name, digests)
     host = host_info()
     run_id, _ = store.create_or_resume_run(
         run_name, server=server, base=base, suite=options.suite, options=options.as_dict(), host=host,

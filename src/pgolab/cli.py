@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -345,7 +346,8 @@ def bench_cmd(
     no_prepared: bool = typer.Option(False, "--no-prepared", help="plain queries instead of prepared statements"),
     server_option: List[str] = typer.Option([], "--server-option", help="extra server option, same for all"),
     source_dir: Optional[Path] = typer.Option(None, "--source", help="pick variants built from this tree"),
-    run_name: Optional[str] = typer.Option(None, "--run", help="run name; an existing one resumes"),
+    run_name: Optional[str] = typer.Option(None, "--run", help="run name; an existing one resumes; "
+                                                                   "{binaries} in it stands for the binaries' digest"),
     *, options, binary, store_path, out_dir,
 ) -> None:
     """Run the sysbench suite on variants and binaries, store every sample, print the report."""
@@ -361,8 +363,8 @@ def bench_cmd(
     name = run_name or time.strftime("run-%Y%m%d-%H%M%S")
     console.print(f"run {name}; store {store.path}")
     with _progress_display() as progress:
-        bench.run_bench(store, name, base, targets, options, _command_line(), _step_display(progress))
-    data = report.compute(store, name)
+        run_id = bench.run_bench(store, name, base, targets, options, _command_line(), _step_display(progress))
+    data = report.compute(store, run_id)
     print_terminal(data, out)
     if out_dir:
         files = export(data, out_dir)
@@ -405,7 +407,8 @@ def matrix_cmd(
     train: str = typer.Option("mix", "--train", help="training load of every PGO and BOLT build"),
     train_seconds: int = typer.Option(150, "--train-seconds"),
     jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j"),
-    run_name: Optional[str] = typer.Option(None, "--run", help="run name (default: matrix-SOURCE-SUITE-MODES)"),
+    run_name: Optional[str] = typer.Option(None, "--run", help="run name (default: matrix-SOURCE-SUITE-MODES); "
+                                                                   "{binaries} in it stands for the binaries' digest"),
     *, options, binary, store_path, out_dir,
 ) -> None:
     """Build every variant named (cheapest first, up-to-date ones skipped), benchmark them all in one
@@ -425,11 +428,13 @@ def matrix_cmd(
         result = matrix.run_matrix(request, store, RichMatrixProgress(progress), _command_line())
     console.print(f"matrix: {len(result.builds)} builds ({sum(not b.up_to_date for b in result.builds)} built now) "
                   f"in {result.build_seconds / 60:.1f} min, benchmark {result.bench_seconds / 60:.1f} min")
-    data = report.compute(store, request.run_name)
+    data = report.compute(store, result.run_id)
     print_terminal(data, out)
     if out_dir:
         files = export(data, out_dir)
-        console.print(f"exported to {out_dir}: {', '.join(p.name for p in files.values())}")
+        shutil.copy(result.timing_log, out_dir / result.timing_log.name)
+        console.print(f"exported to {out_dir}: {', '.join(p.name for p in files.values())}, "
+                      f"{result.timing_log.name}")
 
 
 @app.command("report")

@@ -88,6 +88,7 @@ class MatrixResult:
     builds: list[BuildResult]
     build_seconds: float      # wall time of this invocation's build part
     bench_seconds: float
+    timing_log: Path | None = None   # every invocation's wall time, one JSON line each
 
 
 def target_label(source: SourceTree, build_label: str, series: bool) -> str:
@@ -121,13 +122,13 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
     run_id = bench.run_bench(store, request.run_name, base, targets + request.binaries, request.options,
                              command, progress.bench_step)
     result = MatrixResult(run_id, results, built - started, time.monotonic() - built)
-    _log_timing(request, result)
+    result.timing_log = _log_timing(store.run(run_id)["name"], result)
     return result
 
 
-def _log_timing(request: MatrixRequest, result: MatrixResult) -> Path:
+def _log_timing(run_name: str, result: MatrixResult) -> Path:
     """Each invocation's wall time, appended: a resumed matrix's total is the sum."""
-    path = paths.runs_dir() / request.run_name / "matrix-timing.jsonl"
+    path = paths.runs_dir() / run_name / "matrix-timing.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     entry = {"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "builds": len(result.builds),
              "built_now": sum(1 for b in result.builds if not b.up_to_date),

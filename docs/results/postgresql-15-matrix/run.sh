@@ -2,21 +2,19 @@
 # Issue 9 proof: PostgreSQL 15, the 20 published variants plus the BOLT twin of every PGO variant.
 # Two stored runs over the same builds: cost mode (deterministic) on the full suite, then QPS on the
 # quick suite (24 targets x 41 tests in QPS would take about 11 hours here; cost mode is the figure
-# that resolves small effects). Resumable: run it again after an interrupt. The wall time of each
-# invocation is appended to $PGOLAB_HOME/runs/<run>/matrix-timing.jsonl and copied here at the end.
+# that resolves small effects). Resumable: run it again after an interrupt. Each run is named after its
+# binaries ({binaries}): the same builds continue it, a rebuild on a new machine starts a new one. The wall
+# time of each invocation is in cost/ and qps/ (matrix-timing.jsonl).
 # PROOF_OUT puts the stores and reports in another folder (see ../queue.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 OUT=${PROOF_OUT:-docs/results/postgresql-15-matrix}
 P=${PGOLAB:-.venv/bin/pgolab}
-H=${PGOLAB_HOME:-/var/cache/pgolab}
 mkdir -p "$OUT"
 bash scripts/setup.sh >/dev/null
 $P matrix postgresql=15 --variants published --bolt --base rel_o2nofp --measure cost --suite full \
-  --run pg15-matrix-cost --store $OUT/results.sqlite --out $OUT/cost </dev/null > $OUT/cost.txt
+  --run 'pg15-matrix-cost-{binaries}' --store $OUT/results.sqlite --out $OUT/cost </dev/null > $OUT/cost.txt
 $P matrix postgresql=15 --variants published --bolt --base rel_o2nofp --measure qps --suite quick \
   --instances 2 --blocks 4 --seconds 2 \
-  --run pg15-matrix-qps --store $OUT/results.sqlite --out $OUT/qps </dev/null > $OUT/qps.txt
-cp "$H/runs/pg15-matrix-cost/matrix-timing.jsonl" $OUT/cost-timing.jsonl
-cp "$H/runs/pg15-matrix-qps/matrix-timing.jsonl" $OUT/qps-timing.jsonl
+  --run 'pg15-matrix-qps-{binaries}' --store $OUT/results.sqlite --out $OUT/qps </dev/null > $OUT/qps.txt
 $P builds --markdown --server postgresql-15 > $OUT/builds.md
