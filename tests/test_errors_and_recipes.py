@@ -134,6 +134,26 @@ def test_mysql_servers_get_no_mariadb_only_options(tmp_path):
     assert "--initialize-insecure" in init.argv
 
 
+def test_each_server_says_what_its_training_server_needs(tmp_path):
+    """The mix's binary-log formats need binlogs on MariaDB and MySQL, nothing on PostgreSQL; a
+    training without the mix needs nothing anywhere."""
+    from pgolab.mix import MixOptions, MySQLMix, PostgreSQLMix
+    from pgolab.targets import MySQLInstallation, PostgreSQLInstallation
+    from pgolab.workloads import parse_train
+    mysql = MySQLInstallation(server_binary=tmp_path / "mysqld", bin_dir=tmp_path, lc_messages_dir=None,
+                              install_db=[])
+    pg = PostgreSQLInstallation(bin_dir=tmp_path)
+    data = tmp_path / "data"
+    assert parse_train("mix", 10).server_options(mysql, data) == [f"--log-bin={data}/pgolab-binlog",
+                                                                  "--server-id=1"]
+    assert parse_train("mix", 10).server_options(pg, data) == []
+    assert parse_train("sysbench", 10).server_options(mysql, data) == []
+    mix = mysql.training_mix(tmp_path, MixOptions())
+    assert isinstance(mix, MySQLMix) and mix.server == "mysql" and mix.socket == str(mysql.socket(tmp_path))
+    assert isinstance(pg.training_mix(tmp_path, MixOptions()), PostgreSQLMix)
+    assert pg.logs_to_stderr and not mysql.logs_to_stderr
+
+
 def test_postgresql_adds_flags_through_copt_and_keeps_configure_defaults(tmp_path):
     target = PostgreSQLTarget()
     rel = target.adapt_flags(parse("rel_lto"), flags_for(parse("rel_lto"), GCC))

@@ -32,7 +32,7 @@ def test_mix_on_debian_mariadb_covers_every_class(tmp_path):
     need("mariadbd")
     spec = parse_train("mix", 10)
     server, runner = started(MariaDBInstallation.system(), tmp_path,
-                             spec.server_options("mariadb", tmp_path / "data"))
+                             spec.server_options(MariaDBInstallation.system(), tmp_path / "data"))
     with server:
         report = run_mix(server, OPTIONS, runner)
     assert report.errors == []

@@ -56,7 +56,7 @@ def test_training_mix_on_mysql_covers_every_class_by_the_servers_counters(mysql)
     installation, datadir, rundir, runner = mysql
     spec = parse_train("mix", 10)
     with ServerProcess(installation, datadir, rundir, runner,
-                       options=spec.server_options("mysql", datadir)) as server:
+                       options=spec.server_options(installation, datadir)) as server:
         # Long enough for the steady state: at 400 statements each prepared text had been executed only
         # about twice (Com_stmt_execute 772 for 358 prepares on MySQL 9.7.2), at 2,000 3.6 times. Most
         # of those prepares are the server's own re-prepares after the mix's DDL (MariaDB: 944 of 1,070

@@ -223,7 +223,7 @@ class Pipeline:
             installation = installation.with_server_binary(server_binary)
         spec = self.request.train
         return ServerProcess(installation, datadir, rundir, runner, env=env or {},
-                             options=spec.server_options(installation.server, datadir), config=spec.server_config)
+                             options=spec.server_options(installation, datadir), config=spec.server_config)
 
     def write_record(self, versions: dict) -> BuildRecord:
         assert self.state is not None

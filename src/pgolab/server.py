@@ -105,9 +105,8 @@ class ServerProcess:
         cwd = self.datadir.parent
         as_user = f" (as user {self.installation.run_as})" if self.installation.run_as else ""
         self.runner.note(f"start server{as_user}: {format_command(argv, cwd, self.env)}")
-        # mariadbd writes its own --log-error file; postgres logs to stderr.
         out = open(self.rundir / "server.out", "ab")
-        err = open(self.error_log, "ab") if self.installation.server == "postgresql" else subprocess.STDOUT
+        err = open(self.error_log, "ab") if self.installation.logs_to_stderr else subprocess.STDOUT
         self.proc = subprocess.Popen(argv, stdout=out, stderr=err,
                                      stdin=subprocess.DEVNULL, cwd=cwd,
                                      env={**os.environ, **self.env}, start_new_session=True,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import PgolabError
-from .mix import MixOptions, MySQLMix, PostgreSQLMix
+from .mix import MixOptions
 from .runner import Runner
 from .server import ServerProcess
 
@@ -52,10 +52,10 @@ class TrainingSpec:
         return (f"{self.label}|{self.seconds}|{self.tables}|{self.table_size}|{self.threads}|{self.seed}|"
                 + "".join(extra))
 
-    def server_options(self, server: str, datadir: Path) -> list[str]:
-        """The mix covers binary log formats, so the MariaDB/MySQL training server logs binlogs."""
-        if server in ("mariadb", "mysql") and any(l.startswith("mix") for l in self.loads):
-            return [f"--log-bin={datadir}/pgolab-binlog", "--server-id=1"]
+    def server_options(self, installation, datadir: Path) -> list[str]:
+        """What the training server needs for the mix (MariaDB and MySQL: binary logs)."""
+        if any(l.startswith("mix") for l in self.loads):
+            return installation.training_options(datadir)
         return []
 
 
@@ -97,11 +97,7 @@ def run_training(server: ServerProcess, spec: TrainingSpec, runner: Runner) -> l
 
 
 def run_mix(server: ServerProcess, options: MixOptions, runner: Runner):
-    inst = server.installation
-    if inst.server == "postgresql":
-        mix = PostgreSQLMix(str(server.rundir), inst.port, options)
-    else:
-        mix = MySQLMix(str(inst.socket(server.rundir)), options, server=inst.server)
+    mix = server.installation.training_mix(server.rundir, options)
     runner.note(f"training mix: {options}")
     try:
         report = mix.run(alive=server.running)

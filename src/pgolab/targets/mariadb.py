@@ -11,6 +11,7 @@ from ..errors import PgolabError
 from ..runner import Runner
 from ..variants import FlagSet, Variant
 from ..cost import CostEntry
+from ..mix import MixOptions, MySQLMix
 from .base import Cmd, cmake_flags_include, cmake_tool_args
 
 # The one place that says what a pgolab MariaDB build leaves out. InnoDB, Aria
@@ -169,6 +170,15 @@ class MariaDBInstallation:
 
     def error_log(self, rundir: Path) -> Path:
         return rundir / "error.log"
+
+    logs_to_stderr = False   # mariadbd and mysqld write their own --log-error file
+
+    def training_options(self, datadir: Path) -> list[str]:
+        """The training mix covers binary log formats, so the training server logs binlogs."""
+        return [f"--log-bin={datadir}/pgolab-binlog", "--server-id=1"]
+
+    def training_mix(self, rundir: Path, options: MixOptions) -> MySQLMix:
+        return MySQLMix(str(self.socket(rundir)), options, server=self.server)
 
     def client_argv(self, rundir: Path, sql: str, database: str | None = None) -> list[str]:
         argv = [self._tool("mariadb"), "--no-defaults", f"--socket={self.socket(rundir)}", "-uroot",

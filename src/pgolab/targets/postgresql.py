@@ -9,6 +9,7 @@ from pathlib import Path
 from ..runner import Runner
 from ..variants import FlagSet, Variant
 from ..cost import CostEntry
+from ..mix import MixOptions, PostgreSQLMix
 from .base import Cmd, unprivileged_user
 
 POSTGRESQL_CONFIGURE_OPTIONS = ["--without-icu", "--without-readline", "--without-llvm"]
@@ -163,6 +164,14 @@ class PostgreSQLInstallation:
 
     def error_log(self, rundir: Path) -> Path:
         return rundir / "error.log"
+
+    logs_to_stderr = True   # postgres logs to stderr, which the server's error log receives
+
+    def training_options(self, datadir: Path) -> list[str]:
+        return []
+
+    def training_mix(self, rundir: Path, options: MixOptions) -> PostgreSQLMix:
+        return PostgreSQLMix(str(rundir), self.port, options)
 
     def client_argv(self, rundir: Path, sql: str, database: str | None = None) -> list[str]:
         psql = self.bin_dir / "psql"
