@@ -154,6 +154,19 @@ def test_each_server_says_what_its_training_server_needs(tmp_path):
     assert pg.logs_to_stderr and not mysql.logs_to_stderr
 
 
+def test_a_server_binary_is_recognised_by_its_name(tmp_path):
+    from pgolab.targets import installation_for_binary
+    for name, server in (("mariadbd", "mariadb"), ("mysqld", "mysql"), ("postgres", "postgresql")):
+        path = tmp_path / name / "bin" / name
+        path.parent.mkdir(parents=True)
+        path.touch()
+        installation = installation_for_binary(path)
+        assert installation.server == server and installation.server_binary == path
+    with pytest.raises(PgolabError, match="cannot tell which server") as e:
+        installation_for_binary(tmp_path / "sqlite3")
+    assert "mariadbd, mysqld, postgres" in e.value.hint
+
+
 def test_postgresql_adds_flags_through_copt_and_keeps_configure_defaults(tmp_path):
     target = PostgreSQLTarget()
     rel = target.adapt_flags(parse("rel_lto"), flags_for(parse("rel_lto"), GCC))

@@ -87,9 +87,6 @@ def resolve_run_name(name: str, digests: dict[str, str]) -> str:
     return name.replace(BINARIES_PLACEHOLDER, short)
 
 
-MYSQL_PROTOCOL_SERVERS = {"mariadb", "mysql"}
-
-
 def check_targets(base: str, targets: list[BenchTarget]) -> str:
     labels = [t.label for t in targets]
     if base not in labels:
@@ -98,7 +95,7 @@ def check_targets(base: str, targets: list[BenchTarget]) -> str:
         raise PgolabError("two targets share a label", hint="name binaries uniquely: --binary NAME=PATH")
     servers_of = {t.installation.server for t in targets}
     # sysbench drives MariaDB and MySQL alike; each family gets its own data directory (fleet).
-    if len(servers_of) != 1 and not servers_of <= MYSQL_PROTOCOL_SERVERS:
+    if len({t.installation.sysbench_driver for t in targets}) != 1:
         raise PgolabError(f"targets mix servers ({', '.join(sorted(servers_of))})",
                           hint="MariaDB and MySQL can share a run; PostgreSQL is benchmarked in a run of its own")
     return "+".join(sorted(servers_of))
@@ -167,25 +164,14 @@ def variant_target(name: str, source_path: Path | None = None) -> BenchTarget:
 
 def binary_target(spec: str) -> BenchTarget:
     """--binary NAME=PATH: any server binary, e.g. Debian's /usr/sbin/mariadbd."""
-    from .targets import MariaDBInstallation, MySQLInstallation, PostgreSQLInstallation
+    from .targets import installation_for_binary
     if "=" not in spec:
         raise PgolabError(f"--binary takes NAME=PATH, got {spec!r}", hint="e.g. --binary distro=/usr/sbin/mariadbd")
     label, path_text = spec.split("=", 1)
     path = Path(path_text).expanduser().absolute()
     if not path.is_file() or not os.access(path, os.X_OK):
         raise PgolabError(f"{path} is not an executable file", hint="give the server binary, e.g. /usr/sbin/mariadbd")
-    if path.name == "postgres":
-        installation = PostgreSQLInstallation(bin_dir=path.parent)
-    elif path.name == "mysqld":
-        installation = MySQLInstallation.from_binary(path)
-    elif path.name == "mariadbd":
-        installation = MariaDBInstallation.system(path)
-        installation.bin_dir = path.parent if (path.parent / "mariadb").exists() else Path("/usr/bin")
-        share = path.parent.parent / "share"
-        if (share / "english" / "errmsg.sys").exists():   # a pgolab install tree (e.g. an A/A copy of a build)
-            installation.lc_messages_dir = share
-    else:
-        raise PgolabError(f"cannot tell which server {path} is", hint="the binary must be named mariadbd, mysqld or postgres")
+    installation = installation_for_binary(path)
     version = Runner(paths.home() / "logs" / "binary-version.log").run(
         [str(path), "--version"], check=False, what="server --version").output.strip()
     return BenchTarget(label, "binary", installation, {"path": str(path), "version": version,

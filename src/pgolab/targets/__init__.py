@@ -8,6 +8,7 @@ from .mysql import MySQLInstallation, MySQLTarget
 from .postgresql import PostgreSQLInstallation, PostgreSQLTarget
 
 TARGETS = {"mariadb": MariaDBTarget(), "mysql": MySQLTarget(), "postgresql": PostgreSQLTarget()}
+INSTALLATIONS = (MariaDBInstallation, MySQLInstallation, PostgreSQLInstallation)
 
 
 def target_for(server: str):
@@ -17,5 +18,14 @@ def target_for(server: str):
         raise PgolabError(f"no recipe for server {server!r}", hint=f"supported: {', '.join(TARGETS)}")
 
 
-__all__ = ["TARGETS", "target_for", "MariaDBInstallation", "MySQLInstallation", "PostgreSQLInstallation",
+def installation_for_binary(path):
+    """The installation of a server binary given by path, told by the binary's name."""
+    for cls in INSTALLATIONS:
+        if path.name == cls.binary_name:
+            return cls.from_binary(path)
+    names = ", ".join(cls.binary_name for cls in INSTALLATIONS)
+    raise PgolabError(f"cannot tell which server {path} is", hint=f"the binary must be named {names}")
+
+
+__all__ = ["TARGETS", "INSTALLATIONS", "target_for", "installation_for_binary", "MariaDBInstallation", "MySQLInstallation", "PostgreSQLInstallation",
            "MariaDBTarget", "MySQLTarget", "PostgreSQLTarget"]

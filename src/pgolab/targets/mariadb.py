@@ -132,6 +132,20 @@ class MariaDBInstallation:
         return cls(server_binary=binary, bin_dir=Path("/usr/bin"), lc_messages_dir=None,
                    install_db=["/usr/bin/mariadb-install-db", "--basedir=/usr"])
 
+    binary_name = "mariadbd"      # how --binary NAME=PATH recognises this server
+    sysbench_driver = "mysql"     # servers of one driver can share a run (MariaDB and MySQL)
+
+    @classmethod
+    def from_binary(cls, path: Path) -> "MariaDBInstallation":
+        """Any mariadbd: Debian's, a pgolab install tree's (e.g. an A/A copy of a build), a user's.
+        The client tools beside it if it has them, else Debian's; messages from its tree's share/."""
+        installation = cls.system(path)
+        installation.bin_dir = path.parent if (path.parent / "mariadb").exists() else Path("/usr/bin")
+        share = path.parent.parent / "share"
+        if (share / "english" / "errmsg.sys").exists():
+            installation.lc_messages_dir = share
+        return installation
+
     def with_server_binary(self, binary: Path) -> "MariaDBInstallation":
         return replace(self, server_binary=binary)
 
@@ -195,7 +209,7 @@ class MariaDBInstallation:
         return f"SELECT 1 FROM information_schema.schemata WHERE schema_name = '{name}'"
 
     def sysbench_args(self, rundir: Path, database: str) -> list[str]:
-        return ["--db-driver=mysql", f"--mysql-socket={self.socket(rundir)}", "--mysql-user=root",
+        return [f"--db-driver={self.sysbench_driver}", f"--mysql-socket={self.socket(rundir)}", "--mysql-user=root",
                 f"--mysql-db={database}"]
 
     def version_sql(self) -> str:

@@ -92,6 +92,7 @@ class MySQLTarget(MariaDBTarget):
 @dataclass
 class MySQLInstallation(MariaDBInstallation):
     server: str = "mysql"
+    binary_name = "mysqld"
 
     @classmethod
     def from_binary(cls, path: Path) -> "MySQLInstallation":

@@ -132,6 +132,13 @@ class PostgreSQLInstallation:
         # data is vacuumed and analysed once (after_load_sql), so nothing needs it during a test.
         return ["-c", "autovacuum=off"]
 
+    binary_name = "postgres"      # how --binary NAME=PATH recognises this server
+    sysbench_driver = "pgsql"
+
+    @classmethod
+    def from_binary(cls, path: Path) -> "PostgreSQLInstallation":
+        return cls(bin_dir=path.parent)
+
     def __post_init__(self):
         self.run_as = unprivileged_user()  # postgres refuses to run as root
 
@@ -189,7 +196,7 @@ class PostgreSQLInstallation:
         return f"SELECT 1 FROM pg_database WHERE datname = '{name}'"
 
     def sysbench_args(self, rundir: Path, database: str) -> list[str]:
-        return ["--db-driver=pgsql", f"--pgsql-host={rundir}", f"--pgsql-port={self.port}",
+        return [f"--db-driver={self.sysbench_driver}", f"--pgsql-host={rundir}", f"--pgsql-port={self.port}",
                 "--pgsql-user=postgres", f"--pgsql-db={database}"]
 
     def version_sql(self) -> str:
