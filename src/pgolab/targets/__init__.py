@@ -27,5 +27,5 @@ def installation_for_binary(path):
     raise PgolabError(f"cannot tell which server {path} is", hint=f"the binary must be named {names}")
 
 
-__all__ = ["TARGETS", "INSTALLATIONS", "target_for", "installation_for_binary", "MariaDBInstallation", "MySQLInstallation", "PostgreSQLInstallation",
-           "MariaDBTarget", "MySQLTarget", "PostgreSQLTarget"]
+__all__ = ["TARGETS", "INSTALLATIONS", "target_for", "installation_for_binary", "MariaDBInstallation",
+           "MySQLInstallation", "PostgreSQLInstallation", "MariaDBTarget", "MySQLTarget", "PostgreSQLTarget"]

@@ -123,6 +123,9 @@ class MariaDBInstallation:
     data_version_parts: int = 2               # 10.11.x share a data directory format; 11.8 is another
     cost_repeatability: float = 0.005         # A/A read-only instructions agreed within 0.1 % here
     after_load_sql: tuple[str, ...] = ()      # run once on freshly loaded benchmark data: nothing needed
+    binary_name = "mariadbd"                  # how --binary NAME=PATH recognises this server
+    sysbench_driver = "mysql"                 # servers of one driver can share a run (MariaDB and MySQL)
+    logs_to_stderr = False                    # mariadbd and mysqld write their own --log-error file
 
     @classmethod
     def system(cls, binary: Path = Path("/usr/sbin/mariadbd")) -> "MariaDBInstallation":
@@ -131,9 +134,6 @@ class MariaDBInstallation:
             raise PgolabError(f"{binary} not found", hint="apt-get install mariadb-server")
         return cls(server_binary=binary, bin_dir=Path("/usr/bin"), lc_messages_dir=None,
                    install_db=["/usr/bin/mariadb-install-db", "--basedir=/usr"])
-
-    binary_name = "mariadbd"      # how --binary NAME=PATH recognises this server
-    sysbench_driver = "mysql"     # servers of one driver can share a run (MariaDB and MySQL)
 
     @classmethod
     def from_binary(cls, path: Path) -> "MariaDBInstallation":
@@ -184,8 +184,6 @@ class MariaDBInstallation:
 
     def error_log(self, rundir: Path) -> Path:
         return rundir / "error.log"
-
-    logs_to_stderr = False   # mariadbd and mysqld write their own --log-error file
 
     def training_options(self, datadir: Path) -> list[str]:
         """The training mix covers binary log formats, so the training server logs binlogs."""

@@ -124,6 +124,9 @@ class PostgreSQLInstallation:
     # targets start from the same visibility map and statistics.
     after_load_sql: tuple[str, ...] = ("VACUUM (FREEZE, ANALYZE)",)
     server_program: Path | None = None  # another postgres binary to start (BOLT's instrumented copy)
+    binary_name = "postgres"            # how --binary NAME=PATH recognises this server
+    sysbench_driver = "pgsql"
+    logs_to_stderr = True               # postgres logs to stderr, which the server's error log receives
 
     def valgrind_options(self) -> list[str]:
         # Cost mode counts backends as the difference of two runs; an autovacuum or autoanalyze
@@ -131,9 +134,6 @@ class PostgreSQLInstallation:
         # a one-off larger than a short write test (seen: long run minus short run < 0). The loaded
         # data is vacuumed and analysed once (after_load_sql), so nothing needs it during a test.
         return ["-c", "autovacuum=off"]
-
-    binary_name = "postgres"      # how --binary NAME=PATH recognises this server
-    sysbench_driver = "pgsql"
 
     @classmethod
     def from_binary(cls, path: Path) -> "PostgreSQLInstallation":
@@ -171,8 +171,6 @@ class PostgreSQLInstallation:
 
     def error_log(self, rundir: Path) -> Path:
         return rundir / "error.log"
-
-    logs_to_stderr = True   # postgres logs to stderr, which the server's error log receives
 
     def training_options(self, datadir: Path) -> list[str]:
         return []
