@@ -83,3 +83,13 @@ def server_tmp(request):
     path.mkdir(parents=True)
     path.chmod(0o755)
     return path
+
+
+# The file that runs longest goes first, so that under `pytest -n 2 --dist loadfile
+# --no-loadscope-reorder` (scripts/test.sh) one worker starts it at once while the other takes
+# every other file: CI's wall time is then about that file's, not the sum of all.
+LONGEST_FIRST = ("test_pipeline_postgresql.py",)
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)
