@@ -8,8 +8,12 @@ import pytest
 
 def pytest_configure(config):
     """One pgolab home for the session (sources are fetched once), outside ~ so that the
-    unprivileged user PostgreSQL runs as can reach it. PGOLAB_TEST_HOME picks another."""
+    unprivileged user PostgreSQL runs as can reach it. PGOLAB_TEST_HOME picks another; under
+    pytest-xdist each worker takes a folder of its own in it, since two workers fetching or
+    building the same thing in one home would race."""
     home = os.environ.get("PGOLAB_TEST_HOME")
+    if home and os.environ.get("PYTEST_XDIST_WORKER"):
+        home = str(Path(home) / os.environ["PYTEST_XDIST_WORKER"])
     if not home:
         home = tempfile.mkdtemp(prefix="pgolab-test-home-")
         os.chmod(home, 0o755)
