@@ -12,6 +12,7 @@ import pytest
 
 from pgolab import profiles, scratch
 from pgolab.errors import PgolabError
+from pgolab.variants import parse
 from pgolab.runner import Runner
 from pgolab.server import stop_leftovers
 
@@ -156,7 +157,7 @@ def test_a_killed_runs_compiler_in_a_build_folder_is_stopped_before_the_rerun(tm
     time.sleep(0.2)
     pipeline = Pipeline.__new__(Pipeline)          # only the folder and its logs are needed here
     pipeline.dir, pipeline.logs = folder, folder / "logs"
-    pipeline.variant = type("V", (), {"pgo": "none"})()
+    pipeline.variant = parse("rel_o2nofp")
     pipeline.stop_leftover_processes(grace=5)
     assert left.poll() is not None
     assert "left running" in (folder / "logs" / "leftovers.log").read_text()

@@ -233,3 +233,39 @@ def test_builds_can_be_listed_for_one_server_and_version(tmp_path, monkeypatch):
     assert "rel_lto" in both.output and "rel_pgo_use" in both.output
     pg = CliRunner().invoke(app, ["builds", "--markdown", "--server", "postgresql-15"])
     assert pg.exit_code == 0 and "rel_pgo_use" in pg.output and "rel_lto" not in pg.output
+
+
+def test_a_context_sensitive_build_chains_two_instrumented_builds(tmp_path, monkeypatch):
+    """`_cs`: the build trains a _pgo_csgen build (compiled with the first profile and instrumented
+    again), which trains the _pgo_gen build every clang PGO build of those axes shares."""
+    from types import SimpleNamespace
+    from pgolab.build import BuildRequest, Pipeline
+    from pgolab.sources import SourceTree
+    from pgolab.workloads import parse_train
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path))
+    tree = SourceTree(tmp_path / "src", "postgresql", "15.18")
+
+    def pipeline(label=None):
+        request = BuildRequest(tree, parse("rel_lto_pgo_use_cs_clang"), parse_train("mix", 10), label=label)
+        return Pipeline(request, source_digest="0" * 64)
+
+    p = pipeline()
+    csgen, gen = p.instrumented, p.instrumented.instrumented
+    assert (csgen.variant.name, gen.variant.name) == ("rel_lto_pgo_csgen_clang", "rel_lto_pgo_gen_clang")
+    assert gen.instrumented is None and csgen.dir.parent == gen.dir.parent == p.dir.parent
+    assert [ph.name for ph in p.plan()] == ["train", "merge", "configure", "build", "install", "check-profile",
+                                            "smoke"]
+    assert "context-sensitive instrumented" in next(ph.description for ph in csgen.plan() if ph.name == "configure")
+    # The csgen build reads its own (first) profile and writes context-sensitive counters.
+    flags = p.stage_flags("gen")[1].compile
+    assert f"-fprofile-use={csgen.profile_dir}/default.profdata" in flags
+    assert any(f.startswith("-fcs-profile-generate=") for f in flags)
+    assert f"-fprofile-use={p.profile_dir}/default.profdata" in p.stage_flags("final")[1].compile
+    # A labelled training gets its own csgen build; the gen build stays shared.
+    labelled = pipeline("noselect")
+    assert labelled.instrumented.dir.name == "noselect-rel_lto_pgo_csgen_clang"
+    assert labelled.instrumented.instrumented.dir == gen.dir
+    # The record names the chain's phases after each build's role.
+    for stage, name in ((p, "merge"), (csgen, "train"), (gen, "build")):
+        stage.state = SimpleNamespace(phases={name: {"seconds": 1}})
+    assert list(p.all_phases()) == ["csgen-gen-build", "csgen-train", "merge"]

@@ -142,3 +142,70 @@ def test_this_gcc_accepts_the_partial_training_flags(tmp_path):
     result = subprocess.run(["gcc", "-O2", *flags.compile, "-Werror", "-c", "f.c", "-o", "f.o"], cwd=tmp_path,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_context_sensitive_pgo_is_a_clang_chain_of_two_instrumented_builds():
+    v = variants.parse("rel_lto_pgo_use_cs_clang")
+    assert v.cs and v.pgo == "use" and v.reads_profile and not v.writes_profile
+    csgen = v.instrumented()
+    assert csgen.name == "rel_lto_pgo_csgen_clang" and csgen.reads_profile and csgen.writes_profile
+    # The first instrumented build is the one every clang PGO variant of these axes shares.
+    assert csgen.instrumented() == variants.parse("rel_lto_pgo_use_clang").instrumented()
+    flags = variants.flags_for(csgen, CLANG, profile_dir=PROFILE, build_dir=BUILD).compile
+    assert f"-fprofile-use={PROFILE}/default.profdata" in flags
+    assert f"-fcs-profile-generate={PROFILE.parent}/cs-profile" in flags
+    final = variants.flags_for(v, CLANG, profile_dir=PROFILE, build_dir=BUILD).compile
+    assert final == variants.flags_for(variants.parse("rel_lto_pgo_use_clang"), CLANG, profile_dir=PROFILE,
+                                       build_dir=BUILD).compile
+    assert variants.parse("rel_pgo_use_cs_clang_bolt").bolt
+    assert "rel_lto_pgo_use_cs_clang" in [x.name for x in variants.all_variants()]
+    assert not any(x.pgo == "csgen" for x in variants.all_variants())
+
+
+@pytest.mark.parametrize("bad", ["rel_pgo_use_cs", "rel_cs_clang", "rel_pgo_gen_cs_clang", "rel_pgo_csgen",
+                                 "rel_pgo_csgen_clang_bolt", "rel_pgo_use_clang_cs", "rel_pgo_csgen_cs_clang"])
+def test_context_sensitive_pgo_elsewhere_is_refused(bad):
+    with pytest.raises(PgolabError) as err:
+        variants.parse(bad)
+    assert "pgolab variants" in (err.value.hint or "")
+
+
+def test_a_context_sensitive_profile_completes_the_first_with_real_clang(tmp_path):
+    """The whole `_cs` chain on a small program with clang's own tools: instrument, run, merge;
+    compile with that profile and -fcs-profile-generate, run again, merge both (the merge reports
+    context-sensitive records); the final compile reads the result without a mismatch warning."""
+    import subprocess
+    from conftest import need
+    from pgolab.profiles import ClangProfile
+    from pgolab.runner import Runner
+    need("clang-16")
+    need("llvm-profdata-16")
+    (tmp_path / "p.c").write_text(
+        "static int step(int x) { return x % 3 ? x * 2 : x + 1; }\n"
+        "int main(void) { int s = 0; for (int i = 0; i < 100000; i++) s += step(i); return s == 7; }\n")
+    tool = ClangProfile("llvm-profdata-16")
+    runner = Runner(tmp_path / "merge.log")
+
+    def compile_and_run(name: str, profile_dir: Path | None, variant: str, out_dir: Path | None) -> str:
+        flags = variants.flags_for(variants.parse(variant), CLANG, profile_dir=profile_dir, build_dir=tmp_path)
+        compiled = subprocess.run(["clang-16", "-O2", *flags.compile, "p.c", "-o", name], cwd=tmp_path,
+                                  capture_output=True, text=True)
+        assert compiled.returncode == 0, compiled.stderr
+        if out_dir is not None:
+            out_dir.mkdir()
+            subprocess.run([f"./{name}"], cwd=tmp_path, env=tool.redirect_env(profile_dir, out_dir))
+        return compiled.stderr
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    compile_and_run("gen", first, "rel_pgo_gen_clang", first)
+    assert tool.merge(first, runner)["functions"] >= 1
+    compile_and_run("csgen", first, "rel_pgo_csgen_clang", second)
+    merged = tool.merge(second, runner, first)
+    assert merged["cs_functions"] >= 1 and merged["max_function_count"] > 0, merged
+    warnings = compile_and_run("final", second, "rel_pgo_use_cs_clang", None)
+    assert "mismatch" not in warnings and "no profile data" not in warnings
+    # Counters of a build without the second instrumentation are refused as a context-sensitive merge.
+    plain = tmp_path / "plain"
+    compile_and_run("gen2", first, "rel_pgo_gen_clang", plain)
+    with pytest.raises(PgolabError, match="no context-sensitive counts"):
+        tool.merge(plain, runner, first)

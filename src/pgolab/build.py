@@ -11,6 +11,8 @@ The instrumented build is a build of its own (the `_pgo_gen` variant, in its
 own folder with its own phases), shared by every label of the same PGO
 variant: training the same variant with several loads costs one instrumented
 build, and each training sends its profile to its own folder at run time.
+A context-sensitive variant (`_cs`) has a chain of two: its instrumented build
+is the `_pgo_csgen` build, itself a PGO pipeline over the shared `_pgo_gen` one.
 """
 
 from __future__ import annotations
@@ -86,18 +88,23 @@ class Pipeline:
         self.source_digest = source_digest or tree_digest(request.source.path)
         self.dir = variant_dir(request.source, request.name, self.source_digest)
         self.logs = self.dir / "logs"
-        # Where this build's profile lives: what its training wrote (pgo=use), or the
+        # Where this build's profile lives: what its training wrote (pgo=use, csgen), or the
         # directory compiled into the binary (pgo=gen; a training redirects it at run time).
         self.profile_dir = self.dir / "profile"
         self.state: PhaseState | None = None
         self.ran_any = False
         self.instrumented: Pipeline | None = None
-        if self.variant.pgo == "use":
-            gen_request = replace(request, variant=self.variant.instrumented(), label=None, smoke=False)
-            self.instrumented = Pipeline(gen_request, PrefixedReporter("gen-", self.reporter), self.source_digest)
+        if self.variant.reads_profile:
+            gen_variant = self.variant.instrumented()
+            # The _pgo_gen build holds no training and is shared by every label; a _pgo_csgen build
+            # holds its training's profile, so a labelled training gets one of its own.
+            label = f"{request.label}-{gen_variant.name}" if request.label and gen_variant.reads_profile else None
+            gen_request = replace(request, variant=gen_variant, label=label, smoke=False)
+            self.instrumented = Pipeline(gen_request, PrefixedReporter(stage_prefix(gen_variant), self.reporter),
+                                         self.source_digest)
 
     # -- layout -------------------------------------------------------------
-    # Stages: "final" is this build's own; "gen" is the shared instrumented build's.
+    # Stages: "final" is this build's own; "gen" is its instrumented build's (shared, or _pgo_csgen).
     def _stage_owner(self, stage: str) -> "Pipeline":
         if stage == "gen":
             if self.instrumented is None:
@@ -113,7 +120,7 @@ class Pipeline:
 
     def runner(self, log_name: str, on_line: Callable[[str], None] | None = None) -> Runner:
         extra_env = {}
-        if self.variant.pgo == "gen":
+        if self.variant.writes_profile:
             # Instrumented programs run while building (configure checks, build-time tools) and by
             # the smoke test would otherwise leave counters in the directory compiled into the build.
             extra_env = self.profile_tool.redirect_env(self.profile_dir, self.dir / "final" / "incidental-profile")
@@ -153,10 +160,10 @@ class Pipeline:
                            self.install_dir("final"), record, up_to_date=not self.ran_any, digest=chain.digest)
 
     def plan(self) -> list[Phase]:
-        if self.variant.pgo == "use":
+        if self.variant.reads_profile:
             phases = pgo_phases(self)
         else:
-            phases = compile_phases(self, "instrumented" if self.variant.pgo == "gen" else "")
+            phases = compile_phases(self, "instrumented" if self.variant.writes_profile else "")
         if self.variant.bolt:
             phases += bolt_phases(self)
         if self.request.smoke:
@@ -225,11 +232,17 @@ class Pipeline:
         return ServerProcess(installation, datadir, rundir, runner, env=env or {},
                              options=spec.server_options(installation, datadir), config=spec.server_config)
 
+    def all_phases(self) -> dict:
+        """This build's phases and, prefixed, those of its chain of instrumented builds."""
+        phases = dict(self.state.phases) if self.state is not None else {}
+        if self.instrumented is not None:
+            prefix = stage_prefix(self.instrumented.variant)
+            phases = {**{prefix + k: v for k, v in self.instrumented.all_phases().items()}, **phases}
+        return phases
+
     def write_record(self, versions: dict) -> BuildRecord:
         assert self.state is not None
-        phases = dict(self.state.phases)
-        if self.instrumented is not None and self.instrumented.state is not None:
-            phases = {**{f"gen-{k}": v for k, v in self.instrumented.state.phases.items()}, **phases}
+        phases = self.all_phases()
         binary = self.target.server_binary(self.install_dir("final"))
         check = self.dir / "profile-check.json"
         record = BuildRecord(
@@ -260,6 +273,11 @@ class Pipeline:
         )
         record.save()
         return record
+
+
+def stage_prefix(instrumented: Variant) -> str:
+    """How an instrumented build's phases are named in the build it feeds: gen-build, csgen-train."""
+    return f"{instrumented.pgo}-"
 
 
 def build(request: BuildRequest, reporter: Reporter | None = None) -> BuildResult:

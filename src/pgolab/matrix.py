@@ -33,7 +33,7 @@ def choose(spec: str, bolt: bool = False) -> list[Variant]:
     if spec == "published":
         chosen = variants_mod.published()
     elif spec == "all":
-        chosen = [v for v in variants_mod.all_variants() if v.pgo != "gen"]
+        chosen = [v for v in variants_mod.all_variants() if not v.writes_profile]
     else:
         chosen = [variants_mod.parse(name.strip()) for name in spec.split(",") if name.strip()]
     if not chosen:
@@ -45,12 +45,15 @@ def choose(spec: str, bolt: bool = False) -> list[Variant]:
 
 def relative_cost(v: Variant) -> float:
     """A build's cost in plain builds, as measured here (MariaDB 10.11 on 2 cores): a PGO cycle is
-    about two builds plus training; LTO links slowly; BOLT adds an instrumented training."""
+    about two builds plus training, a context-sensitive one a third; LTO links slowly; BOLT adds an
+    instrumented training."""
     cost = 1.0
     if v.lto:
         cost += 0.6
     if v.pgo == "use":
         cost = cost * 2.1 + 0.2
+    if v.cs:
+        cost += 1.1
     if v.bolt:
         cost += 0.4
     if v.compiler == "clang":

@@ -56,7 +56,9 @@ class ProfileTool(Protocol):
     def generate_flags(self, profile_dir: Path, build_dir: Path) -> list[str]: ...
     def use_flags(self, profile_dir: Path, build_dir: Path) -> list[str]: ...
     def redirect_env(self, compiled_dir: Path, target_dir: Path) -> dict[str, str]: ...
-    def merge(self, profile_dir: Path, runner: Runner) -> dict: ...
+    def merge(self, profile_dir: Path, runner: Runner, first: Path | None = None) -> dict:
+        """The raw files in profile_dir into the profile a build reads; `first`: the profile folder
+        a context-sensitive training's counters complete."""
     def digest(self, profile_dir: Path) -> str: ...
     def check_used(self, build_dir: Path, profile_dir: Path, build_log: Path) -> ConsumptionCheck: ...
     def function_weights(self, profile_dir: Path, build_dir: Path, runner: Runner,
@@ -174,7 +176,9 @@ class GccProfile:
     def redirect_env(self, compiled_dir: Path, target_dir: Path) -> dict[str, str]:
         return {"GCOV_PREFIX": str(target_dir), "GCOV_PREFIX_STRIP": str(len(compiled_dir.parts) - 1)}
 
-    def merge(self, profile_dir: Path, runner: Runner) -> dict:
+    def merge(self, profile_dir: Path, runner: Runner, first: Path | None = None) -> dict:
+        if first is not None:
+            raise PgolabError("internal: gcc has no context-sensitive profile to merge")
         return {"merged": None}     # gcc reads the .gcda files as they are
 
     def digest(self, profile_dir: Path) -> str:
@@ -262,17 +266,28 @@ class ClangProfile:
             raise PgolabError(f"internal: profile directory must be absolute: {target_dir}")
         return {"LLVM_PROFILE_FILE": str(target_dir / "raw-%m-%p.profraw")}
 
-    def merge(self, profile_dir: Path, runner: Runner) -> dict:
+    def merge(self, profile_dir: Path, runner: Runner, first: Path | None = None) -> dict:
         raws = sorted(str(p) for p in profile_dir.glob("*.profraw"))
         out = profile_dir / MERGED_PROFILE
-        runner.run([self.profdata, "merge", "-o", str(out), *raws], what="llvm-profdata merge")
+        inputs = [*raws, str(first / MERGED_PROFILE)] if first is not None else raws
+        runner.run([self.profdata, "merge", "-o", str(out), *inputs], what="llvm-profdata merge")
         show = runner.run([self.profdata, "show", str(out)], what="llvm-profdata show").output
         functions = _int_after(r"Total functions:\s*(\d+)", show)
         max_count = _int_after(r"Maximum function count:\s*(\d+)", show)
         if not functions or not max_count:
             raise PgolabError(f"merged profile {out} holds no counts ({functions} functions, max count {max_count})",
                               log=runner.log_path, hint="the training load did not reach the server's code")
-        return {"merged": str(out), "functions": functions, "max_function_count": max_count}
+        result = {"merged": str(out), "functions": functions, "max_function_count": max_count}
+        if first is not None:
+            # --showcs counts only the context-sensitive records: none means the second training's
+            # counters were not context-sensitive (the _pgo_csgen build lacked its flag).
+            cs_show = runner.run([self.profdata, "show", "--showcs", str(out)], what="llvm-profdata show --showcs")
+            result["cs_functions"] = _int_after(r"Total functions:\s*(\d+)", cs_show.output)
+            if not result["cs_functions"]:
+                raise PgolabError(f"merged profile {out} holds no context-sensitive counts",
+                                  log=runner.log_path,
+                                  hint="the _pgo_csgen build's compile lacked -fcs-profile-generate: see its build.json")
+        return result
 
     def digest(self, profile_dir: Path) -> str:
         return files_digest([profile_dir / MERGED_PROFILE])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 
 from . import bench, profiles
 from .build import BuildRequest, Pipeline, Reporter
@@ -28,6 +29,11 @@ def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, su
     if request.variant.pgo != "use":
         raise PgolabError(f"{request.variant.name} is not a PGO variant",
                           hint="profile-check compares a PGO variant's training profile, e.g. --variant rel_pgo_use")
+    if request.variant.cs:
+        # Its second profile only completes the first: compare the first, which the same training wrote.
+        plain = replace(request.variant, cs=False)
+        raise PgolabError(f"{request.variant.name}'s context-sensitive profile has no benchmark twin",
+                          hint=f"check the first-stage profile of the same training: --variant {plain.name}")
     pipeline = Pipeline(request, reporter)
     pipeline.run(until="merge")          # instrumented build and training profile, built if missing
     bench_dir = pipeline.dir / "profile-benchmark"

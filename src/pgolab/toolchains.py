@@ -133,6 +133,7 @@ class CompilerFamily(Protocol):
     link_flags: tuple[str, ...]
     bolt_flags: tuple[str, ...]    # compile flags a binary BOLT rewrites needs
     partial_training_flags: tuple[str, ...]   # the `_partial` axis (only gcc has one)
+    cs_generate_flag: str | None              # the `_cs` axis's second instrumentation (only clang)
 
     def toolchain(self) -> Toolchain: ...
     def placeholder(self) -> Toolchain: ...
@@ -151,6 +152,7 @@ class Gcc:
     # Functions the training never ran keep their normal optimization instead of being optimized
     # for size (gcc 10+); +5 % on MySQL read-only in a published test.
     partial_training_flags = ("-fprofile-partial-training",)
+    cs_generate_flag = None
 
     def toolchain(self) -> Toolchain:
         return Toolchain("gcc", require("gcc"), require("g++"), require("gcc-ar"),
@@ -175,6 +177,9 @@ class Clang:
     link_flags = ("-fuse-ld=lld",)
     bolt_flags = ()
     partial_training_flags = ()   # no such switch: variants.parse refuses `_partial` with clang
+    # Instruments again after the first profile's inlining, so the counts are per calling context;
+    # with LTO the driver also hands it (and -fprofile-use) to the link's code generation.
+    cs_generate_flag = "-fcs-profile-generate"
 
     def toolchain(self) -> Toolchain:
         require("lld")

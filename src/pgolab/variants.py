@@ -5,8 +5,10 @@ Names follow the convention of the published MySQL 8.0.28 compiler study:
 (-O2 -fno-omit-frame-pointer), ``_native`` (-march=native -mtune=native),
 ``_lto``, ``_pgo_gen`` / ``_pgo_use``, ``_clang`` (gcc when absent), and pgolab's own
 ``_partial`` after ``_pgo_use`` (gcc's -fprofile-partial-training: code the training never ran
-is optimized as usual instead of for size) and ``_bolt`` last: post-link layout (BOLT) of that
-build. Neither is part of the study.
+is optimized as usual instead of for size), ``_cs`` in the same place (clang's context-sensitive
+PGO: a second instrumented build, ``_pgo_csgen``, compiled with the first profile, is trained
+again and both profiles are merged) and ``_bolt`` last: post-link layout (BOLT) of that build.
+None of them is part of the study.
 
 Flags are always *added* after the build type's own flags (see targets), never
 put in place of them: MariaDB loses -DNDEBUG otherwise and fails to compile.
@@ -21,7 +23,8 @@ from pathlib import Path
 from .errors import PgolabError
 
 COMPILERS = ("gcc", "clang")
-PGO_MODES = ("none", "gen", "use")
+# csgen: compiled with the first profile and instrumented again after the profile's inlining (clang).
+PGO_MODES = ("none", "gen", "csgen", "use")
 # BOLT rewrites the linked binary; it needs the relocations the linker normally drops.
 BOLT_LINK_FLAGS = ["-Wl,--emit-relocs"]
 
@@ -34,6 +37,7 @@ class Variant:
     lto: bool = False
     pgo: str = "none"
     partial: bool = False     # gcc -fprofile-partial-training on the optimized build
+    cs: bool = False          # context-sensitive PGO: trained through a _pgo_csgen build (clang)
     bolt: bool = False
 
     @property
@@ -49,6 +53,8 @@ class Variant:
             parts.append(f"pgo_{self.pgo}")
         if self.partial:
             parts.append("partial")
+        if self.cs:
+            parts.append("cs")
         if self.compiler == "clang":
             parts.append("clang")
         if self.bolt:
@@ -59,9 +65,20 @@ class Variant:
     def is_pgo(self) -> bool:
         return self.pgo != "none"
 
+    @property
+    def reads_profile(self) -> bool:
+        """Compiled with a profile that a training of its instrumented build wrote."""
+        return self.pgo in ("use", "csgen")
+
+    @property
+    def writes_profile(self) -> bool:
+        return self.pgo in ("gen", "csgen")
+
     def instrumented(self) -> "Variant":
-        """The profile-generating build that feeds this PGO variant."""
-        return replace(self, pgo="gen", partial=False, bolt=False)
+        """The profile-generating build that feeds this PGO variant: the _pgo_csgen build for a
+        context-sensitive one, whose own is the shared _pgo_gen build."""
+        pgo = "csgen" if self.cs else "gen"
+        return replace(self, pgo=pgo, partial=False, cs=False, bolt=False)
 
     def without_bolt(self) -> "Variant":
         return replace(self, bolt=False)
@@ -77,14 +94,18 @@ class Variant:
             bits.append("PGO (instrument, train, optimize)")
         if self.partial:
             bits.append("-fprofile-partial-training")
-        elif self.pgo == "gen":
+        if self.cs:
+            bits.append("context-sensitive PGO (a second instrumented build, trained again)")
+        if self.pgo == "gen":
             bits.append("PGO instrumented (writes profiles)")
+        elif self.pgo == "csgen":
+            bits.append("PGO with context-sensitive instrumentation (writes profiles)")
         if self.bolt:
             bits.append("BOLT (instrument, train, relayout)")
         return ", ".join(bits)
 
 
-_TOKENS = ("o2nofp", "native", "lto", "pgo_gen", "pgo_use", "partial", "clang", "bolt")
+_TOKENS = ("o2nofp", "native", "lto", "pgo_gen", "pgo_csgen", "pgo_use", "partial", "cs", "clang", "bolt")
 
 
 def parse(name: str) -> Variant:
@@ -106,13 +127,18 @@ def parse(name: str) -> Variant:
         o2nofp="o2nofp" in seen,
         native="native" in seen,
         lto="lto" in seen,
-        pgo="use" if "pgo_use" in seen else "gen" if "pgo_gen" in seen else "none",
+        pgo=next((m for m in PGO_MODES if f"pgo_{m}" in seen), "none"),
         partial="partial" in seen,
+        cs="cs" in seen,
         bolt="bolt" in seen,
     )
     if variant.partial and (variant.pgo != "use" or not _has_partial_training(variant.compiler)):
         raise _unknown(name, "_partial is -fprofile-partial-training: it follows _pgo_use of a compiler that has it (gcc)")
-    if variant.bolt and variant.pgo == "gen":
+    if (variant.cs or variant.pgo == "csgen") and not _has_cs_pgo(variant.compiler):
+        raise _unknown(name, "context-sensitive PGO (_cs, _pgo_csgen) is clang's: add _clang")
+    if variant.cs and variant.pgo != "use":
+        raise _unknown(name, "_cs is context-sensitive PGO: it follows _pgo_use")
+    if variant.bolt and variant.writes_profile:
         raise _unknown(name, "an instrumented build is not laid out by BOLT; "
                              f"did you mean {replace(variant, pgo='use').name}?")
     if variant.name != name:  # wrong order, repeats, or both pgo_gen and pgo_use
@@ -125,10 +151,15 @@ def _has_partial_training(compiler: str) -> bool:
     return bool(compiler_family(compiler).partial_training_flags)
 
 
+def _has_cs_pgo(compiler: str) -> bool:
+    from .toolchains import compiler_family
+    return compiler_family(compiler).cs_generate_flag is not None
+
+
 def _unknown(name: str, extra: str = "") -> PgolabError:
     return PgolabError(
         f"unknown variant {name!r}" + (f" ({extra})" if extra else ""),
-        hint="names are rel[_o2nofp][_native][_lto][_pgo_gen|_pgo_use[_partial]][_clang][_bolt]; "
+        hint="names are rel[_o2nofp][_native][_lto][_pgo_gen|_pgo_csgen|_pgo_use[_partial|_cs]][_clang][_bolt]; "
              "`pgolab variants` lists them")
 
 
@@ -142,12 +173,13 @@ def published() -> list[Variant]:
 
 def all_variants() -> list[Variant]:
     """Every combination of the compiler axes (published ones first), without BOLT; gcc's PGO builds
-    also with -fprofile-partial-training."""
+    also with -fprofile-partial-training, clang's also context-sensitive."""
     pub = published()
     rest = [Variant(compiler=c, o2nofp=o, native=n, lto=l, pgo=p)
             for p, n, o, l, c in itertools.product(("use", "gen", "none"), (False, True), (True, False),
                                                    (False, True), COMPILERS)]
     rest += [replace(v, partial=True) for v in rest if v.pgo == "use" and _has_partial_training(v.compiler)]
+    rest += [replace(v, cs=True) for v in rest if v.pgo == "use" and not v.partial and _has_cs_pgo(v.compiler)]
     return pub + [v for v in rest if v not in pub]
 
 
@@ -168,7 +200,7 @@ def flags_for(variant: Variant, toolchain, *, profile_dir: Path | None = None,
     """The flags a variant adds, for one toolchain.
 
     profile_dir: absolute directory where the instrumented build writes (pgo=gen)
-    or from which the optimized build reads (pgo=use) its profile.
+    or from which the optimized build reads (pgo=use, csgen) its profile.
     build_dir: the build's absolute build directory (gcc names profile files after object paths).
     """
     family = toolchain.family
@@ -186,8 +218,11 @@ def flags_for(variant: Variant, toolchain, *, profile_dir: Path | None = None,
             if directory is None or not directory.is_absolute():
                 raise PgolabError(f"internal: PGO build needs an absolute {what} directory, got {directory}")
         tool = toolchain.profile
-        make = tool.generate_flags if variant.pgo == "gen" else tool.use_flags
+        make = tool.use_flags if variant.reads_profile else tool.generate_flags
         flags.compile += make(profile_dir, build_dir)
+        if variant.pgo == "csgen":
+            # Where the second counters go unless a run redirects them (a training always does).
+            flags.compile.append(f"{family.cs_generate_flag}={profile_dir.parent / 'cs-profile'}")
         if variant.partial:
             flags.compile += list(family.partial_training_flags)
     if variant.bolt:

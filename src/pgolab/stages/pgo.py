@@ -1,5 +1,6 @@
-"""PGO around an optimized compile: train the shared instrumented build, merge the profile,
-compile with it, and prove the compile used it."""
+"""PGO around an optimized compile: train the instrumented build, merge the profile, compile
+with it, and prove the compile used it. A context-sensitive build trains its _pgo_csgen build
+(itself compiled this way) and merges those counters with that build's first profile."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def pgo_phases(p: "Pipeline") -> list[Phase]:
     return [
         Phase("train", f"training run ({spec.label}, {spec.seconds}s)", spec.digest_input(), lambda: train(p)),
         Phase("merge", "profile merge and statistics", None, lambda: merge(p)),
-        *compile_phases(p, "optimized", profile_input=True),
+        *compile_phases(p, "context-sensitive instrumented" if p.variant.writes_profile else "optimized",
+                        profile_input=True),
         Phase("check-profile", "check that the optimized build used the profile", None, lambda: check(p)),
     ]
 
@@ -57,7 +59,9 @@ def train_into(p: "Pipeline", stage: str, purpose: str, profile_dir: Path, tool:
 
 
 def merge(p: "Pipeline") -> dict:
-    result = p.profile_tool.merge(p.profile_dir, p.runner("merge"))
+    # The context-sensitive counters complete the first profile, which the _pgo_csgen build was compiled with.
+    first = p.instrumented.profile_dir if p.variant.cs else None
+    result = p.profile_tool.merge(p.profile_dir, p.runner("merge"), first)
     stats = raw_stats(p.profile_dir, p.profile_tool)
     return {**result, "raw_files": stats.files, "raw_bytes": stats.bytes,
             "sealed": seal(p.profile_dir, p.profile_tool)}

@@ -57,7 +57,7 @@ class MySQLTarget(MariaDBTarget):
         opts.append(f"-DWITH_LTO={'ON' if variant.lto else 'OFF'}")
         if variant.pgo == "gen":
             opts += ["-DFPROFILE_GENERATE=ON", f"-DFPROFILE_DIR={profile_dir}"]
-        elif variant.pgo == "use":
+        elif variant.reads_profile:   # a _pgo_csgen build adds -fcs-profile-generate (kept by adapt_flags)
             opts += ["-DFPROFILE_USE=ON", f"-DFPROFILE_DIR={profile_dir}"]
         if (tree / "boost").is_dir():  # mysql-boost tarballs of 8.0 carry it
             opts.append(f"-DWITH_BOOST={tree / 'boost'}")
