@@ -4,11 +4,7 @@
 # quick suite (two stored runs; the builds are shared, the second matrix finds them up to date).
 # Many hours of building on 2 cores: run it in the background and again after any interrupt. Each run is
 # named after its binaries, so a rebuild on a new machine starts anew; each report folder has the wall times.
-set -euo pipefail
-cd "$(dirname "$0")/../../.."
-OUT=${PROOF_OUT:-docs/results/mariadb-10.11-matrix}
-P=${PGOLAB:-.venv/bin/pgolab}
-mkdir -p "$OUT"; bash scripts/setup.sh >/dev/null
+. "$(dirname "$0")/../proof-env.sh"
 S=$($P source mariadb --version 10.11.18)
 V=$($P variants --json | python3 -c 'import json,sys; print(",".join(v["name"] for v in json.load(sys.stdin)))')
 V="$V,rel_pgo_use_bolt,rel_lto_pgo_use_clang_bolt"

@@ -3,11 +3,7 @@
 # rel_lto_pgo_use_clang (wall and CPU time of each in builds.md), then the full suite at 1 thread,
 # cost and QPS (MariaDB beside MySQL is the version series' run). Every step resumes when run again;
 # the run is named after its binaries, so a rebuild on a new machine starts anew.
-set -euo pipefail
-cd "$(dirname "$0")/../../.."
-OUT=${PROOF_OUT:-docs/results/mysql-9.7}
-P=${PGOLAB:-.venv/bin/pgolab}
-mkdir -p "$OUT"; bash scripts/setup.sh >/dev/null
+. "$(dirname "$0")/../proof-env.sh"
 S=$($P source mysql --version 9.7.2)
 $P build "$S" --variant rel_o2nofp </dev/null
 # The lifecycle and training-mix tests against the first mysqld built (CI has none: no MySQL server

@@ -3,12 +3,7 @@
 # without it, in cost mode on the full suite. The other builds are the PostgreSQL 15 matrix's (same
 # pgolab home: found up to date); on a machine without them they are built here. Resumable; the run
 # is named after its binaries.
-# PROOF_OUT puts the store and report in another folder (see ../queue.sh).
-set -euo pipefail
-cd "$(dirname "$0")/../../.."
-OUT=${PROOF_OUT:-docs/results/postgresql-15-cspgo}
-P=${PGOLAB:-.venv/bin/pgolab}
-mkdir -p "$OUT"; bash scripts/setup.sh >/dev/null
+. "$(dirname "$0")/../proof-env.sh"
 S=$($P source postgresql --version 15)
 V=(rel_pgo_use_clang rel_pgo_use_cs_clang rel_lto_pgo_use_clang rel_lto_pgo_use_cs_clang)
 $P build "$S" --variant rel_o2nofp $(printf -- '--variant %s ' "${V[@]}") </dev/null

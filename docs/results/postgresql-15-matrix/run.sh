@@ -5,13 +5,7 @@
 # that resolves small effects). Resumable: run it again after an interrupt. Each run is named after its
 # binaries ({binaries}): the same builds continue it, a rebuild on a new machine starts a new one. The wall
 # time of each invocation is in cost/ and qps/ (matrix-timing.jsonl). PROOF_STEPS=cost or qps runs one.
-# PROOF_OUT puts the stores and reports in another folder (see ../queue.sh).
-set -euo pipefail
-cd "$(dirname "$0")/../../.."
-OUT=${PROOF_OUT:-docs/results/postgresql-15-matrix}
-P=${PGOLAB:-.venv/bin/pgolab}
-mkdir -p "$OUT"
-bash scripts/setup.sh >/dev/null
+. "$(dirname "$0")/../proof-env.sh"
 STEPS=" ${PROOF_STEPS:-cost qps} "   # the queue runs cost first and QPS after the other issues' proofs
 if [[ $STEPS == *" cost "* ]]; then
   $P matrix postgresql=15 --variants published --bolt --base rel_o2nofp --measure cost --suite full \
