@@ -2,6 +2,8 @@
 # Every proof run still open, in the order the issues rank them; each step resumes where it stopped.
 # Start it early in a session, and let it run while you work:
 #   nohup bash docs/results/queue.sh >> /var/cache/pgolab/queue.log 2>&1 &
+# Stop it with SIGTERM to its process group (kill -TERM -- -PGID): pgolab stops its servers and keeps
+# what it stored. A background job ignores SIGINT, so Ctrl-C's signal does nothing to it.
 # Copy what it has so far (finished or partial) into this checkout, to commit it:
 #   bash docs/results/queue.sh --collect
 # It runs a copy of this checkout's committed code under pgolab's home (proof-code, refreshed at each
