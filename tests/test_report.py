@@ -178,13 +178,11 @@ def test_a_version_1_store_is_migrated_and_reported(tmp_path):
     assert "one server instance only" in dict(data.notes)["Noise"]
 
 
-def test_a_version_series_compares_each_tree_with_the_first_at_equal_optimization(tmp_path):
-    """11.8's -O2 build runs at 0.9 of 10.11's; its LTO build at 0.918 of 10.11's LTO build."""
-    speed = {"mariadb-10.11.18:rel_o2nofp": 1.0, "mariadb-10.11.18:rel_lto": 1.05,
-             "mariadb-11.8.6:rel_o2nofp": 0.9, "mariadb-11.8.6:rel_lto": 0.9 * 1.05 * 1.02}
-    base = "mariadb-10.11.18:rel_o2nofp"
+def store_of_speeds(tmp_path, name: str, speed: dict[str, float]) -> Store:
+    """A QPS run whose targets run at the given relative speeds in every block, under a drift that
+    every target of a block shares; the first target is the base."""
     store = Store(tmp_path / "s.sqlite")
-    run_id, _ = store.create_or_resume_run("series", server="mariadb", base=base, suite="quick",
+    run_id, _ = store.create_or_resume_run(name, server="mariadb", base=next(iter(speed)), suite="quick",
                                            options={"modes": ["qps"]}, host={}, identity={}, command="test")
     for label in speed:
         store.add_target(run_id, label, "variant", f"/bin/{label}", "0" * 64, {"description": label})
@@ -195,7 +193,14 @@ def test_a_version_series_compares_each_tree_with_the_first_at_equal_optimizatio
                 for position, (label, s) in enumerate(speed.items()):
                     store.add(run_id, Sample(Step("qps", micro, instance, block, position, label),
                                              {"qps": 1000 * drift * s, "cpu_us": 1e6 / (1000 * drift * s)}, 2.0), group)
-    data = report.compute(store, "series")
+    return store
+
+
+def test_a_version_series_compares_each_tree_with_the_first_at_equal_optimization(tmp_path):
+    """11.8's -O2 build runs at 0.9 of 10.11's; its LTO build at 0.918 of 10.11's LTO build."""
+    speed = {"mariadb-10.11.18:rel_o2nofp": 1.0, "mariadb-10.11.18:rel_lto": 1.05,
+             "mariadb-11.8.6:rel_o2nofp": 0.9, "mariadb-11.8.6:rel_lto": 0.9 * 1.05 * 1.02}
+    data = report.compute(store_of_speeds(tmp_path, "series", speed), "series")
     rows = {r["variant"]: r for r in data.table("series").rows}
     assert set(rows) == {"rel_o2nofp", "rel_lto"}
     assert rows["rel_o2nofp"]["tree"] == "mariadb-11.8.6" and rows["rel_o2nofp"]["against"] == "mariadb-10.11.18"
@@ -206,3 +211,24 @@ def test_a_version_series_compares_each_tree_with_the_first_at_equal_optimizatio
     assert builds["mariadb-11.8.6:rel_lto"]["qps"].value == pytest.approx(0.9 * 1.05 * 1.02)
     # A run of one tree has no series table.
     assert "series" not in [t.key for t in report.compute(synthetic_store(tmp_path / "one"), "r").tables]
+
+
+def test_each_axis_is_read_from_the_twins_that_differ_in_it_alone(tmp_path):
+    """-O3 makes a build 1.1x faster, LTO 1.05x on top; distro is on no axis."""
+    speed = {"rel_o2nofp": 1.0, "rel": 1.1, "rel_lto": 1.1 * 1.05, "rel_o2nofp_lto": 1.05, "distro": 0.8}
+    data = report.compute(store_of_speeds(tmp_path, "axes", speed), "axes")
+    rows = {(r["axis"], r["build"], r["against"]): r for r in data.table("axes").rows}
+    assert set(rows) == {("-O3", "rel", "rel_o2nofp"), ("-O3", "rel_lto", "rel_o2nofp_lto"),
+                         ("LTO", "rel_o2nofp_lto", "rel_o2nofp"), ("LTO", "rel_lto", "rel")}
+    assert rows[("LTO", "rel_lto", "rel")]["qps"].value == pytest.approx(1.05)
+    assert rows[("-O3", "rel_lto", "rel_o2nofp_lto")]["qps"].value == pytest.approx(1.1)
+    assert rows[("-O3", "rel", "rel_o2nofp")]["qps_verdict"] == "faster"
+    summary = {(r["axis"], r["figure"]): r for r in data.table("axis_summary").rows}
+    assert summary[("LTO", "rQPS")]["pairs"] == 2 and summary[("LTO", "rQPS")]["geomean"] == pytest.approx(1.05)
+    assert summary[("-O3", "rCPU")]["min"] == pytest.approx(1.1)
+    # The per-build table still reads everything against the base; the series table is not confused by the pairs.
+    assert {r["build"]: r for r in data.table("builds").rows}["rel_lto"]["qps"].value == pytest.approx(1.155)
+    assert "series" not in [t.key for t in data.tables]
+    # A run without twins has no axis tables.
+    keys = [t.key for t in report.compute(synthetic_store(tmp_path / "one"), "r").tables]
+    assert "axes" not in keys and "axis_summary" not in keys

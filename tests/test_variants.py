@@ -170,6 +170,27 @@ def test_context_sensitive_pgo_elsewhere_is_refused(bad):
     assert "pgolab variants" in (err.value.hint or "")
 
 
+def test_axis_pairs_are_the_builds_that_differ_in_one_axis_alone():
+    labels = ["rel_o2nofp", "rel", "rel_lto", "rel_pgo_use", "rel_lto_pgo_use", "rel_lto_pgo_use_clang",
+              "rel_lto_pgo_use_cs_clang", "rel_lto_pgo_use_clang_bolt", "rel_pgo_use_partial", "distro"]
+    found = [(p.axis, p.without, p.with_) for p in variants.axis_pairs(labels)]
+    assert found == [
+        ("-O3", "rel_o2nofp", "rel"),
+        ("LTO", "rel", "rel_lto"), ("LTO", "rel_pgo_use", "rel_lto_pgo_use"),
+        ("clang", "rel_lto_pgo_use", "rel_lto_pgo_use_clang"),
+        ("PGO", "rel", "rel_pgo_use"), ("PGO", "rel_lto", "rel_lto_pgo_use"),
+        ("partial training", "rel_pgo_use", "rel_pgo_use_partial"),
+        ("context-sensitive PGO", "rel_lto_pgo_use_clang", "rel_lto_pgo_use_cs_clang"),
+        ("BOLT", "rel_lto_pgo_use_clang", "rel_lto_pgo_use_clang_bolt"),
+    ]   # rel_o2nofp -> rel_lto differs in two axes; _cs and _partial have no gcc or no-PGO twin; distro none
+
+
+def test_axis_pairs_of_a_version_series_stay_within_a_tree():
+    labels = ["mariadb-10.11.18:rel_o2nofp", "mariadb-10.11.18:rel", "mariadb-11.8.6:rel"]
+    assert [(p.without, p.with_) for p in variants.axis_pairs(labels)] == [
+        ("mariadb-10.11.18:rel_o2nofp", "mariadb-10.11.18:rel")]
+
+
 def test_a_context_sensitive_profile_completes_the_first_with_real_clang(tmp_path):
     """The whole `_cs` chain on a small program with clang's own tools: instrument, run, merge;
     compile with that profile and -fcs-profile-generate, run again, merge both (the merge reports

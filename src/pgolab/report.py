@@ -20,6 +20,7 @@ from .errors import PgolabError
 from .measurement import FIGURES, MODES, Figure, figures
 from .store import Store
 from .suite import GROUPS
+from .variants import AxisPair, axis_pairs
 
 # A cost figure measured once carries its server recipe's repeatability bound, stored with the run
 # (bench options); a run stored without one gets MariaDB's.
@@ -75,8 +76,11 @@ class Analysis:
     base_by_instance: dict[str, dict[tuple[str, int], list[float]]]
     absolute: dict[tuple[str, str, str], float]             # (figure, micro, label) -> mean per query
     excluded: dict[tuple[str, str, int, int], str]
-    # (figure key, reference, label): a label against another target than the base (version series)
+    # (figure key, reference, label): a label against another target than the base (the version
+    # series' trees, the axis twins)
     pairs: dict[tuple[str, str, str], stats.SuiteEstimates] = field(default_factory=dict)
+    series: list[tuple[str, str]] = field(default_factory=list)
+    axes: list[AxisPair] = field(default_factory=list)
 
     def present(self) -> list[Figure]:
         return [f for f in FIGURES if any((f.key, l) in self.suites for l in self.labels)]
@@ -108,6 +112,8 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
     variants = [l for l in labels if l != base]
     suites, pairs = {}, {}
     series = series_pairs(labels)
+    axes = axis_pairs(labels)
+    references = series + [(p.without, p.with_) for p in axes]
     base_by_instance = defaultdict(lambda: defaultdict(list))
     absolute: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for mode in ("qps", "cost"):
@@ -123,16 +129,16 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
                 if label == base:
                     base_by_instance[figure.key][(micro, inst)].append(v)
             tolerance = cost_tolerance if mode == "cost" else None
-            for reference, label in dict.fromkeys([(base, l) for l in variants] + series):
+            for reference, label in dict.fromkeys([(base, l) for l in variants] + references):
                 obs = stats.paired_observations(values, reference, label, figure.ratio_sign(), skip)
                 if obs:
                     estimates = stats.SuiteEstimates.of(obs, tolerance=tolerance)
                     if reference == base:
                         suites[(figure.key, label)] = estimates
-                    if (reference, label) in series:
+                    if (reference, label) in references:
                         pairs[(figure.key, reference, label)] = estimates
     return Analysis(base, variants, micros, group_of, suites, base_by_instance,
-                    {k: float(np.mean(v)) for k, v in absolute.items()}, excluded, pairs)
+                    {k: float(np.mean(v)) for k, v in absolute.items()}, excluded, pairs, series, axes)
 
 
 # -- tables ---------------------------------------------------------------------
@@ -206,38 +212,84 @@ def modes_table(a: Analysis) -> Table | None:
                       "gives each one's min, max, median and verdict.")
 
 
+def ratio_columns(figs: list[Figure]) -> list[Column]:
+    return [c for f in figs
+            for c in (Column(f.key, f"{f.ratio_name} [95% CI]"), Column(f"{f.key}_verdict", "verdict"))]
+
+
+def pair_cells(a: Analysis, figs: list[Figure], reference: str, label: str) -> dict:
+    """Each figure's suite ratio of `label` against `reference` (a pair the analysis holds), and its verdict."""
+    cells = {}
+    for f in figs:
+        suite = a.pairs.get((f.key, reference, label))
+        e = suite.summary() if suite else None
+        cells[f.key], cells[f"{f.key}_verdict"] = e, e.verdict() if e else None
+    return cells
+
+
 def series_table(a: Analysis) -> Table | None:
     """A version series: is a later tree slower at equal optimization? Each later tree's build
     against the first tree's build of the same variant, per headline figure, from the same paired
     blocks as every other ratio. The per-build table says how far optimization takes each tree
     from the base."""
-    pairs = sorted({(ref, label) for (_, ref, label) in a.pairs}, key=lambda p: a.labels.index(p[1]))
+    pairs = sorted(a.series, key=lambda p: a.labels.index(p[1]))
     if not pairs:
         return None
     figs = [f for f in a.present() if f.headline]
-    columns = [Column("variant", "variant"), Column("tree", "tree"), Column("against", "against")]
-    for f in figs:
-        columns += [Column(f.key, f"{f.ratio_name} [95% CI]"), Column(f"{f.key}_verdict", "verdict")]
-    rows = []
-    for ref, label in pairs:
-        row = {"variant": label.split(":", 1)[1], "tree": label.split(":", 1)[0], "against": ref.split(":", 1)[0]}
-        for f in figs:
-            suite = a.pairs.get((f.key, ref, label))
-            e = suite.summary() if suite else None
-            row[f.key], row[f"{f.key}_verdict"] = e, e.verdict() if e else None
-        rows.append(row)
+    columns = [Column("variant", "variant"), Column("tree", "tree"), Column("against", "against")] + ratio_columns(figs)
+    rows = [{"variant": label.split(":", 1)[1], "tree": label.split(":", 1)[0], "against": ref.split(":", 1)[0],
+             **pair_cells(a, figs, ref, label)} for ref, label in pairs]
     return Table("series", "Version series: each tree against the first, at equal optimization", columns, rows,
                  note="Geometric mean over the suite; above 1 the later tree is better at the same variant. How "
                       "much of a gap optimization closes: the per-build table, which reads every build of every "
                       f"tree against the base, {a.base}.")
 
 
+def axes_table(a: Analysis) -> Table | None:
+    """What each axis of the variant grammar buys: every build against its twin without that axis
+    alone (rel_lto against rel, rel_pgo_use_bolt against rel_pgo_use, ...), from the same paired
+    blocks as every other ratio."""
+    if not a.axes:
+        return None
+    figs = [f for f in a.present() if f.headline]
+    columns = [Column("axis", "axis"), Column("build", "build"), Column("against", "against")] + ratio_columns(figs)
+    rows = [{"axis": p.axis, "build": p.with_, "against": p.without, **pair_cells(a, figs, p.without, p.with_)}
+            for p in a.axes]
+    return Table("axes", "Per axis: each build against its twin without that axis", columns, rows,
+                 note="Geometric mean over the suite; above 1 the axis helps. The summary gives each axis's "
+                      "spread over its pairs.")
+
+
+def axis_summary_table(a: Analysis) -> Table | None:
+    """Per axis and headline figure: over its pairs, the geometric mean of their suite ratios, the
+    least and the greatest. A description of the pairs, not an estimate with an interval: they share
+    builds and blocks."""
+    if not a.axes:
+        return None
+    figs = [f for f in a.present() if f.headline]
+    columns = [Column("axis", "axis"), Column("figure", "figure"), Column("pairs", "pairs"),
+               Column("geomean", "geomean of the pairs"), Column("min", "min"), Column("max", "max"),
+               Column("least", "least (build)"), Column("greatest", "greatest (build)")]
+    rows = []
+    for axis in dict.fromkeys(p.axis for p in a.axes):
+        for f in figs:
+            values = {p.with_: a.pairs[(f.key, p.without, p.with_)].summary().value for p in a.axes
+                      if p.axis == axis and (f.key, p.without, p.with_) in a.pairs}
+            if not values:
+                continue
+            shape = stats.group_summary(list(values.values()))
+            rows.append({"axis": axis, "figure": f.ratio_name, "pairs": len(values), "geomean": shape["avg"],
+                         "min": shape["min"], "max": shape["max"],
+                         "least": min(values, key=values.get), "greatest": max(values, key=values.get)})
+    return Table("axis_summary", "Per axis, over its pairs", columns, rows,
+                 note="The pairs share builds and blocks: read min and max as the spread of what the axis "
+                      "did, and each pair's interval in the per-axis table.")
+
+
 def micro_table(a: Analysis) -> Table:
     figs = [f for f in a.present() if f.headline]
-    columns = [Column("group", "group"), Column("micro", "microbenchmark"), Column("build", "build")]
-    for f in figs:
-        columns += [Column(f.key, f"{f.ratio_name} [95% CI]"), Column(f"{f.key}_verdict", "verdict")]
-    columns.append(Column("pairs", "pairs"))
+    columns = [Column("group", "group"), Column("micro", "microbenchmark"), Column("build", "build"),
+               *ratio_columns(figs), Column("pairs", "pairs")]
     rows = []
     for micro in a.micros:
         for label in a.labels:
@@ -444,6 +496,7 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
     if series:
         tables.append(series)
     tables.append(groups_table(a))
+    tables += [t for t in (axis_summary_table(a), axes_table(a)) if t]
     side_by_side = modes_table(a)
     if side_by_side:
         tables.append(side_by_side)

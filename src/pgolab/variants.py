@@ -163,6 +163,60 @@ def _unknown(name: str, extra: str = "") -> PgolabError:
              "`pgolab variants` lists them")
 
 
+@dataclass(frozen=True)
+class Axis:
+    """One axis of the grammar as a report names it: the Variant field, its value without and with."""
+    name: str
+    field: str
+    without: object
+    with_: object
+
+
+AXES = (
+    Axis("-O3", "o2nofp", True, False),                 # against -O2 -fno-omit-frame-pointer
+    Axis("-march=native", "native", False, True),
+    Axis("LTO", "lto", False, True),
+    Axis("clang", "compiler", "gcc", "clang"),
+    Axis("PGO", "pgo", "none", "use"),
+    Axis("partial training", "partial", False, True),
+    Axis("context-sensitive PGO", "cs", False, True),
+    Axis("BOLT", "bolt", False, True),
+)
+
+
+@dataclass(frozen=True)
+class AxisPair:
+    axis: str
+    without: str     # target labels
+    with_: str
+
+
+def axis_pairs(labels: list[str]) -> list[AxisPair]:
+    """Every two labels whose variants differ in one axis alone, axis by axis in AXES order. Labels of
+    a version series (`<tree>:<variant>`) pair within their tree; a label that names no variant (a
+    binary given by path) is on no axis."""
+    found = {}
+    for label in labels:
+        tree, _, name = label.rpartition(":")
+        try:
+            found[label] = (tree, parse(name))
+        except PgolabError:
+            continue
+    by_name = {(tree, v): label for label, (tree, v) in found.items()}
+    pairs = []
+    for axis in AXES:
+        for label, (tree, v) in found.items():
+            if getattr(v, axis.field) != axis.with_:
+                continue
+            try:
+                twin = parse(replace(v, **{axis.field: axis.without}).name)
+            except PgolabError:      # e.g. _cs without its _pgo_use: no such build
+                continue
+            if (tree, twin) in by_name:
+                pairs.append(AxisPair(axis.name, by_name[(tree, twin)], label))
+    return pairs
+
+
 def published() -> list[Variant]:
     """The 20 builds of the published MySQL 8.0.28 study: 16 without PGO, 4 with."""
     out = [Variant(compiler=c, o2nofp=o, native=n, lto=l)
