@@ -5,7 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# Two workers, one file each at a time: the PostgreSQL matrix file starts on one and the gcc pipeline
-# file on the other, then both share the rest (each worker has its own pgolab home; see LONGEST_FIRST
-# in tests/conftest.py).
+# Two workers, one file each at a time: the PostgreSQL pipeline file on one, the rest on the other
+# (each worker has its own pgolab home; see LONGEST_FIRST in tests/conftest.py).
 exec .venv/bin/python -m pytest -v -p no:cacheprovider --durations=15 -n 2 --dist loadfile --no-loadscope-reorder "$@"
