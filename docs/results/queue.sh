@@ -25,10 +25,12 @@ ORDER=(postgresql-15-matrix@cost mysql-9.7 mariadb-10.11-matrix version-series p
 FOLDERS=($(printf '%s\n' "${ORDER[@]%%@*}" | awk '!seen[$0]++'))
 
 collect() {   # SQLite files through the backup API: a run may be writing to them. READMEs are written
-              # in the checkout; the copies under proofs are as old as the folder's first run.
+              # in the checkout, and so are scripts; the copies under proofs are as old as the folder's
+              # first run (a collect once put a stale run.sh back).
   for d in "${FOLDERS[@]}"; do
     [ -d "$PROOFS/$d" ] || continue
-    tar -C "$PROOFS/$d" --exclude='*.sqlite*' --exclude=README.md -cf - . | tar -C "$REPO/docs/results/$d" -xf -
+    tar -C "$PROOFS/$d" --exclude='*.sqlite*' --exclude=README.md --exclude='*.sh' --exclude='*.py' -cf - . \
+      | tar -C "$REPO/docs/results/$d" -xf -
     for db in "$PROOFS/$d"/*.sqlite; do
       [ -f "$db" ] || continue
       python3 -c 'import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d); d.close()' \
