@@ -2,7 +2,7 @@
 
 import pytest
 
-from pgolab import matrix, variants
+from pgolab import labels, matrix, variants
 from pgolab.errors import PgolabError
 
 
@@ -48,6 +48,9 @@ def test_a_version_series_labels_builds_with_server_and_version(tmp_path):
     tree = SourceTree(tmp_path, "mariadb", "11.8.6")
     assert matrix.target_label(tree, "rel_o2nofp", series=True) == "mariadb-11.8.6:rel_o2nofp"
     assert matrix.target_label(tree, "rel_o2nofp", series=False) == "rel_o2nofp"
+    # Every reader of a label splits it the same way (matrix, report, variants.axis_pairs).
+    assert labels.split("mariadb-11.8.6:rel_o2nofp") == ("mariadb-11.8.6", "rel_o2nofp")
+    assert labels.split("distro") == ("", "distro")
     assert matrix.default_run_name([tree, SourceTree(tmp_path, "mysql", "9.7.2")],
                                    matrix.BenchOptions(suite="full", modes=("qps",))) \
         == "matrix-mariadb-11.8.6-mysql-9.7.2-full-qps"

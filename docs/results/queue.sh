@@ -24,13 +24,18 @@ ORDER=(postgresql-15-matrix@cost mysql-9.7 mariadb-10.11-matrix version-series p
        postgresql-15-cspgo)
 FOLDERS=($(printf '%s\n' "${ORDER[@]%%@*}" | awk '!seen[$0]++'))
 
-collect() {   # SQLite files through the backup API: a run may be writing to them. READMEs are written
-              # in the checkout, and so are scripts; the copies under proofs are as old as the folder's
-              # first run (a collect once put a stale run.sh back).
+# What belongs to the checkout, not to a run: written there, run from proof-code, never copied into
+# proofs or back (a copy under proofs would be as old as the folder's first run; a collect once put a
+# stale run.sh back into the checkout).
+CHECKOUT_ONLY=(--exclude=README.md --exclude='*.sh' --exclude='*.py')
+copy_outputs() {   # FROM TO [more tar options]
+  mkdir -p "$2" && tar -C "$1" "${CHECKOUT_ONLY[@]}" "${@:3}" -cf - . | tar -C "$2" -xf -
+}
+
+collect() {   # SQLite files through the backup API: a run may be writing to them.
   for d in "${FOLDERS[@]}"; do
     [ -d "$PROOFS/$d" ] || continue
-    tar -C "$PROOFS/$d" --exclude='*.sqlite*' --exclude=README.md --exclude='*.sh' --exclude='*.py' -cf - . \
-      | tar -C "$REPO/docs/results/$d" -xf -
+    copy_outputs "$PROOFS/$d" "$REPO/docs/results/$d" --exclude='*.sqlite*'
     for db in "$PROOFS/$d"/*.sqlite; do
       [ -f "$db" ] || continue
       python3 -c 'import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d); d.close()' \
@@ -68,7 +73,7 @@ echo "=== $(date -Is) queue at $(git -C "$CODE" log --oneline -1)"
 for entry in "${ORDER[@]}"; do
   d=${entry%%@*}; steps=
   [[ $entry == *@* ]] && steps=${entry#*@}
-  [ -d "$PROOFS/$d" ] || cp -r "$REPO/docs/results/$d" "$PROOFS/$d"
+  [ -d "$PROOFS/$d" ] || copy_outputs "$REPO/docs/results/$d" "$PROOFS/$d"   # stores too: a run resumes
   echo "=== $(date -Is) $entry"
   PROOF_STEPS=$steps PROOF_OUT=$PROOFS/$d PGOLAB=$CODE/.venv/bin/pgolab bash "$CODE/docs/results/$d/run.sh"
   rc=$?   # taken at once: the $(date) below would reset $? before the message read it

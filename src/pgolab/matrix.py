@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from . import bench, paths
+from . import labels as target_labels
 from . import variants as variants_mod
 from .build import BuildRequest, BuildResult, Pipeline
 from .errors import PgolabError
@@ -96,12 +97,12 @@ class MatrixResult:
 
 def target_label(source: SourceTree, build_label: str, series: bool) -> str:
     """A build's label in the run: its own, or with its server and version when trees are mixed."""
-    return f"{source.label}:{build_label}" if series else build_label
+    return target_labels.in_tree(source.label, build_label) if series else build_label
 
 
 def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, command: str) -> MatrixResult:
     series = len(request.sources) > 1
-    base_variant = request.base.split(":")[-1]
+    base_variant = target_labels.split(request.base)[1]
     chosen = list(request.variants)
     if request.base not in [b.label for b in request.binaries] and base_variant not in [v.name for v in chosen]:
         chosen.insert(0, variants_mod.parse(base_variant))
@@ -120,7 +121,7 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
         progress.build_finished(i, len(order), result, time.monotonic() - t0)
     built = time.monotonic()
     base = request.base
-    if series and ":" not in base and base not in [b.label for b in request.binaries]:
+    if series and not target_labels.split(base)[0] and base not in [b.label for b in request.binaries]:
         base = target_label(request.sources[0], base, series)
     run_id = bench.run_bench(store, request.run_name, base, targets + request.binaries, request.options,
                              command, progress.bench_step)

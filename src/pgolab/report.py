@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import stats
+from . import labels as target_labels, stats
 from .cost import CACHE_GEOMETRY, CYCLE_FORMULA
 from .errors import PgolabError
 from .measurement import FIGURES, MODES, Figure, figures
@@ -98,8 +98,9 @@ def series_pairs(labels: list[str]) -> list[tuple[str, str]]:
     later tree's build against the first tree's build of the same variant."""
     by_variant: dict[str, list[str]] = defaultdict(list)
     for label in labels:
-        if ":" in label:
-            by_variant[label.split(":", 1)[1]].append(label)
+        tree, own = target_labels.split(label)
+        if tree:
+            by_variant[own].append(label)
     return [(same[0], later) for same in by_variant.values() for later in same[1:]]
 
 
@@ -113,7 +114,7 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
     suites, pairs = {}, {}
     series = series_pairs(labels)
     axes = axis_pairs(labels)
-    references = series + [(p.without, p.with_) for p in axes]
+    references = dict.fromkeys(series + [(p.without, p.with_) for p in axes])   # ordered, and a set
     base_by_instance = defaultdict(lambda: defaultdict(list))
     absolute: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for mode in ("qps", "cost"):
@@ -129,7 +130,7 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
                 if label == base:
                     base_by_instance[figure.key][(micro, inst)].append(v)
             tolerance = cost_tolerance if mode == "cost" else None
-            for reference, label in dict.fromkeys([(base, l) for l in variants] + references):
+            for reference, label in dict.fromkeys([(base, l) for l in variants] + list(references)):
                 obs = stats.paired_observations(values, reference, label, figure.ratio_sign(), skip)
                 if obs:
                     estimates = stats.SuiteEstimates.of(obs, tolerance=tolerance)
@@ -237,8 +238,11 @@ def series_table(a: Analysis) -> Table | None:
         return None
     figs = [f for f in a.present() if f.headline]
     columns = [Column("variant", "variant"), Column("tree", "tree"), Column("against", "against")] + ratio_columns(figs)
-    rows = [{"variant": label.split(":", 1)[1], "tree": label.split(":", 1)[0], "against": ref.split(":", 1)[0],
-             **pair_cells(a, figs, ref, label)} for ref, label in pairs]
+    rows = []
+    for ref, label in pairs:
+        tree, own = target_labels.split(label)
+        rows.append({"variant": own, "tree": tree, "against": target_labels.split(ref)[0],
+                     **pair_cells(a, figs, ref, label)})
     return Table("series", "Version series: each tree against the first, at equal optimization", columns, rows,
                  note="Geometric mean over the suite; above 1 the later tree is better at the same variant. How "
                       "much of a gap optimization closes: the per-build table, which reads every build of every "

@@ -20,6 +20,7 @@ import itertools
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from . import labels as target_labels
 from .errors import PgolabError
 
 COMPILERS = ("gcc", "clang")
@@ -197,7 +198,7 @@ def axis_pairs(labels: list[str]) -> list[AxisPair]:
     binary given by path) is on no axis."""
     found = {}
     for label in labels:
-        tree, _, name = label.rpartition(":")
+        tree, name = target_labels.split(label)
         try:
             found[label] = (tree, parse(name))
         except PgolabError:
