@@ -5,7 +5,7 @@
 # Stop it with SIGTERM to its process group (kill -TERM -- -PGID): pgolab stops its servers and keeps
 # what it stored. A background job ignores SIGINT, so Ctrl-C's signal does nothing to it.
 # Copy what it has so far (finished or partial) into this checkout, to commit it:
-#   bash docs/results/queue.sh --collect
+#   bash docs/results/queue.sh --collect [FOLDER...]
 # It runs a copy of this checkout's committed code under pgolab's home (proof-code, refreshed at each
 # start), and keeps stores and reports under $PGOLAB_HOME/proofs/<folder>, seeded from docs/results:
 # both outlive the work tree, which a new session lays anew, but not a new machine (2026-11-25 brought
@@ -22,6 +22,11 @@ PROOFS=$PGOLAB_HOME/proofs
 # a new machine it would rebuild and measure anew.
 ORDER=(postgresql-15-matrix@cost mysql-9.7 mariadb-10.11-matrix version-series postgresql-15-matrix@qps
        postgresql-15-cspgo)
+# Entries named on the command line run (or, after --collect, are collected) instead, in that order:
+# a proof that fits one session, such as mariadb-10.11-bolt, is run by name and left out of ORDER, so
+# that a queue on a later new machine does not rebuild and measure it again.
+COLLECT=; [ "${1:-}" = --collect ] && { COLLECT=1; shift; }
+[ $# -gt 0 ] && ORDER=("$@")
 FOLDERS=($(printf '%s\n' "${ORDER[@]%%@*}" | awk '!seen[$0]++'))
 
 # What belongs to the checkout, not to a run: written there, run from proof-code, never copied into
@@ -44,7 +49,7 @@ collect() {   # SQLite files through the backup API: a run may be writing to the
     echo "collected $d"
   done
 }
-if [ "${1:-}" = --collect ]; then collect; exit 0; fi
+if [ -n "$COLLECT" ]; then collect; exit 0; fi
 
 mkdir -p "$PROOFS"
 # Give way to a CI run or a hand measurement beside the queue. Under autogroup scheduling nice only
