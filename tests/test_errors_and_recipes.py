@@ -269,3 +269,38 @@ def test_a_context_sensitive_build_chains_two_instrumented_builds(tmp_path, monk
     for stage, name in ((p, "merge"), (csgen, "train"), (gen, "build")):
         stage.state = SimpleNamespace(phases={name: {"seconds": 1}})
     assert list(p.all_phases()) == ["csgen-gen-build", "csgen-train", "merge"]
+
+
+def test_a_bolt_pgo_build_compiles_with_its_twins_profile(tmp_path, monkeypatch):
+    """A `_bolt` PGO build reads the profile its twin (the build without `_bolt`) was compiled with, so
+    the two differ in BOLT's layout alone: it has no training of its own and shares the instrumented build."""
+    from types import SimpleNamespace
+    from pgolab.build import BuildRequest, Pipeline
+    from pgolab.sources import SourceTree
+    from pgolab.workloads import parse_train
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path))
+    tree = SourceTree(tmp_path / "src", "postgresql", "15.18")
+
+    def pipeline(variant, label=None):
+        return Pipeline(BuildRequest(tree, parse(variant), parse_train("mix", 10), label=label), source_digest="0" * 64)
+
+    p, twin = pipeline("rel_pgo_use_bolt"), pipeline("rel_pgo_use")
+    assert p.profile_twin.dir == twin.dir and p.profile_owner is p.profile_twin
+    assert p.profile_dir == twin.profile_dir and p.instrumented.dir == twin.instrumented.dir
+    assert p.dir != twin.dir
+    assert [ph.name for ph in p.plan()] == ["configure", "build", "install", "check-profile", "bolt-instrument",
+                                            "bolt-train", "bolt-merge", "bolt-optimize", "smoke"]
+    assert [ph.name for ph in twin.plan()][:2] == ["train", "merge"]
+    assert f"-fprofile-use={twin.profile_dir}" in p.stage_flags("final")[1].compile
+    assert "-Wl,--emit-relocs" in p.stage_flags("final")[1].link
+    # A labelled training keeps its twin beside it; the instrumented build stays shared.
+    labelled = pipeline("rel_pgo_use_bolt", "sysbench")
+    assert labelled.profile_twin.dir.name == "sysbench-rel_pgo_use" and labelled.instrumented.dir == twin.instrumented.dir
+    # The record carries the twin's phases that made the profile, not the rest of the twin's build.
+    p.state = SimpleNamespace(phases={"build": {"seconds": 1}, "bolt-optimize": {"seconds": 1}})
+    p.profile_twin.state = SimpleNamespace(phases={n: {"seconds": 1} for n in ("train", "merge", "build", "smoke")})
+    p.instrumented.state = SimpleNamespace(phases={"build": {"seconds": 1}})
+    assert list(p.all_phases()) == ["gen-build", "train", "merge", "build", "bolt-optimize"]
+    # Without PGO there is no twin to read from: BOLT's own training is all.
+    plain = pipeline("rel_o2nofp_bolt")
+    assert plain.profile_twin is None and plain.profile_owner is plain and plain.instrumented is None

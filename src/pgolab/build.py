@@ -35,7 +35,7 @@ from .server import ServerProcess, initialize_datadir
 from .sources import SourceTree, tree_digest
 from .stages.bolt import bolt_phases
 from .stages.compile import compile_phases
-from .stages.pgo import pgo_phases
+from .stages.pgo import TRAINING_PHASES, pgo_phases
 from .stages.smoke import smoke_phase
 from .targets import target_for
 from .targets.base import chown_tree
@@ -67,7 +67,7 @@ class BuildResult:
     variant_dir: Path
     server_binary: Path
     install_dir: Path
-    record: BuildRecord
+    record: BuildRecord | None     # None for a build run only up to a phase (a twin's training)
     up_to_date: bool
     digest: str      # of the last phase: what a build that depends on this one chains from
 
@@ -94,7 +94,18 @@ class Pipeline:
         self.state: PhaseState | None = None
         self.ran_any = False
         self.instrumented: Pipeline | None = None
-        if self.variant.reads_profile:
+        # A _bolt PGO build compiles with the profile of its twin (the same build without _bolt), so
+        # that the two differ in BOLT's layout alone and one training serves both. The twin is run
+        # up to its merge; its instrumented build is this build's too.
+        self.profile_twin: Pipeline | None = None
+        if self.variant.bolt and self.variant.reads_profile:
+            twin_variant = self.variant.without_bolt()
+            label = f"{request.label}-{twin_variant.name}" if request.label else None
+            self.profile_twin = Pipeline(replace(request, variant=twin_variant, label=label),
+                                         PrefixedReporter("twin-", self.reporter), self.source_digest)
+            self.instrumented = self.profile_twin.instrumented
+            self.profile_dir = self.profile_twin.profile_dir
+        elif self.variant.reads_profile:
             gen_variant = self.variant.instrumented()
             # The _pgo_gen build holds no training and is shared by every label; a _pgo_csgen build
             # holds its training's profile, so a labelled training gets one of its own.
@@ -102,6 +113,11 @@ class Pipeline:
             gen_request = replace(request, variant=gen_variant, label=label, smoke=False)
             self.instrumented = Pipeline(gen_request, PrefixedReporter(stage_prefix(gen_variant), self.reporter),
                                          self.source_digest)
+
+    @property
+    def profile_owner(self) -> "Pipeline":
+        """The build whose training wrote the profile this one reads (itself, or its twin)."""
+        return self.profile_twin or self
 
     # -- layout -------------------------------------------------------------
     # Stages: "final" is this build's own; "gen" is its instrumented build's (shared, or _pgo_csgen).
@@ -147,15 +163,17 @@ class Pipeline:
         versions = self.toolchain.versions()
         start = digest(__version__, self.source_digest, self.variant.name, versions,
                        self.request.extra_args, self.request.source.server)
-        if self.instrumented is not None:
-            # Builds (or finds up to date) the shared instrumented build; a change there
-            # re-runs this build's training and everything after it.
-            gen = self.instrumented.run()
-            self.ran_any |= not gen.up_to_date
-            start = digest(start, gen.digest)
+        # Builds (or finds up to date) what this build's profile comes from: the shared instrumented
+        # build, or the twin's chain up to its merge; a change there re-runs everything after it.
+        upstream = (self.profile_twin.run(until="merge") if self.profile_twin is not None
+                    else self.instrumented.run() if self.instrumented is not None else None)
+        if upstream is not None:
+            self.ran_any |= not upstream.up_to_date
+            start = digest(start, upstream.digest)
         chain = PhaseEngine(self.state, self.reporter).run(self.plan(), start, until)
         self.ran_any |= bool(chain.ran)
-        record = self.write_record(versions)
+        # A build run only part of the way is no finished build: build.json would say it is.
+        record = self.write_record(versions) if until is None else None
         return BuildResult(self.dir, self.target.server_binary(self.install_dir("final")),
                            self.install_dir("final"), record, up_to_date=not self.ran_any, digest=chain.digest)
 
@@ -233,9 +251,15 @@ class Pipeline:
                              options=spec.server_options(installation, datadir), config=spec.server_config)
 
     def all_phases(self) -> dict:
-        """This build's phases and, prefixed, those of its chain of instrumented builds."""
+        """This build's phases and, prefixed, those of its chain of instrumented builds; a build that
+        reads its twin's profile adds the twin's phases that made it (training, merge, the chain)."""
         phases = dict(self.state.phases) if self.state is not None else {}
-        if self.instrumented is not None:
+        if self.profile_twin is not None:
+            prefix = stage_prefix(self.instrumented.variant)
+            made_profile = {k: v for k, v in self.profile_twin.all_phases().items()
+                            if k in TRAINING_PHASES or k.startswith(prefix)}
+            phases = {**made_profile, **phases}
+        elif self.instrumented is not None:
             prefix = stage_prefix(self.instrumented.variant)
             phases = {**{prefix + k: v for k, v in self.instrumented.all_phases().items()}, **phases}
         return phases

@@ -19,7 +19,8 @@ def compile_phases(p: "Pipeline", label: str = "", profile_input: bool = False) 
     # A configure depends on its flags and, for the optimized build, the profile it reads.
     if profile_input:
         configure_input = lambda: {"flags": flags.as_dict(),  # noqa: E731
-                                   "profile": p.sealed_profile_digest(p.profile_dir, p.profile_tool, "train")}
+                                   "profile": p.profile_owner.sealed_profile_digest(
+                                       p.profile_dir, p.profile_tool, "train")}
     else:
         configure_input = flags.as_dict()
     what = f"{label} " if label else ""

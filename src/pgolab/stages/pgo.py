@@ -18,11 +18,18 @@ if TYPE_CHECKING:
     from ..build import Pipeline
 
 
+# The phases that make a PGO build's profile; a _bolt build reads its twin's and has none of them.
+TRAINING_PHASES = ("train", "merge")
+
+
 def pgo_phases(p: "Pipeline") -> list[Phase]:
     spec = p.request.train
-    return [
+    training = [
         Phase("train", f"training run ({spec.label}, {spec.seconds}s)", spec.digest_input(), lambda: train(p)),
         Phase("merge", "profile merge and statistics", None, lambda: merge(p)),
+    ] if p.profile_owner is p else []
+    return [
+        *training,
         *compile_phases(p, "context-sensitive instrumented" if p.variant.writes_profile else "optimized",
                         profile_input=True),
         Phase("check-profile", "check that the optimized build used the profile", None, lambda: check(p)),
