@@ -34,7 +34,8 @@ def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, su
         plain = replace(request.variant, cs=False)
         raise PgolabError(f"{request.variant.name}'s context-sensitive profile has no benchmark twin",
                           hint=f"check the first-stage profile of the same training: --variant {plain.name}")
-    pipeline = Pipeline(request, reporter)
+    # A _bolt build reads its twin's profile: the twin's pipeline made it, and is checked.
+    pipeline = Pipeline(request, reporter).profile_owner
     pipeline.run(until="merge")          # instrumented build and training profile, built if missing
     bench_dir = pipeline.dir / "profile-benchmark"
     shutil.rmtree(bench_dir, ignore_errors=True)
