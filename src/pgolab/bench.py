@@ -29,24 +29,51 @@ from .store import Store
 EXECUTORS = {"qps": QpsExecutor, "cost": CostExecutor}
 
 
+def cpu_identity(cpuinfo: str) -> str:
+    """Family, model and stepping from /proc/cpuinfo: "AMD EPYC" alone names several generations
+    whose front ends price the same code very differently."""
+    fields = {}
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    parts = [f"{name} {fields[name]}" for name in ("cpu family", "model", "stepping") if name in fields]
+    return ", ".join(parts) or "unknown"
+
+
+CACHE_KINDS = {"Data": "d", "Instruction": "i"}     # sysfs "Unified" caches get no letter
+
+
+def cache_sizes(cache_dir: Path) -> str:
+    """cpu0's caches from sysfs, e.g. "L1d 48K, L1i 32K, L2 1024K, L3 32768K"."""
+    found = []
+    for index in sorted(cache_dir.glob("index*")):
+        try:
+            level, kind, size = ((index / f).read_text().strip() for f in ("level", "type", "size"))
+        except OSError:
+            continue
+        found.append(f"L{level}{CACHE_KINDS.get(kind, '')} {size}")
+    return ", ".join(found) or "unknown"
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
 def host_info() -> dict:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem_kb = 0
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_kb = int(line.split()[1])
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
+    cpuinfo = _read("/proc/cpuinfo")
+    cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")),
+               "unknown")
+    mem_kb = next((int(line.split()[1]) for line in _read("/proc/meminfo").splitlines()
+                   if line.startswith("MemTotal:")), 0)
+    return {"cpu": cpu, "cpu_id": cpu_identity(cpuinfo), "caches": cache_sizes(Path("/sys/devices/system/cpu/cpu0/cache")),
+            "cores": os.cpu_count(), "kernel": platform.release(),
             "memory_gib": round(mem_kb / 1024 / 1024, 1), "hostname": platform.node()}
+
+
+HOST_IDENTITY = ("cpu", "cpu_id", "caches", "cores", "memory_gib", "kernel", "hostname")
 
 
 def plan_for(mode: str, options: BenchOptions) -> Plan:
@@ -68,7 +95,7 @@ def run_identity(server: str, base: str, targets: list[BenchTarget], digests: di
     micros = [suite_mod.key(m) for m in suite_mod.suite(options.suite)]
     identity = {"server": server, "base": base, "suite": options.suite, "micros": micros,
                 "options": options.identity(), "targets": digests,
-                "host": {k: host[k] for k in ("cpu", "cores", "memory_gib", "kernel", "hostname")}}
+                "host": {k: host[k] for k in HOST_IDENTITY}}
     if "cost" in options.modes:
         identity["cost_method"] = {"cache_geometry": CACHE_GEOMETRY, "cycles": CYCLE_FORMULA}
     return identity

@@ -517,7 +517,8 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
     based = base if base == run["base"] else f"{base} (the run's own base: {run['base']})"
     facts = [f"server {run['server']}; base {based}; suite {run['suite']}; measured {', '.join(modes)}; "
              f"{store.sample_count(run['id'])} samples; status {run['status']}",
-             f"host: {host.get('cpu')}, {host.get('cores')} cores, {host.get('memory_gib')} GiB, "
+             f"host: {host.get('cpu')} ({host.get('cpu_id', 'family not recorded')}; caches "
+             f"{host.get('caches', 'not recorded')}), {host.get('cores')} cores, {host.get('memory_gib')} GiB, "
              f"kernel {host.get('kernel')}"]
     notes = [("Method", METHOD_NOTE), ("Noise", noise_note(a, options)),
              ("Multiple comparisons", multiple_comparisons_note(tables, tolerance))]
