@@ -295,7 +295,8 @@ def test_a_bolt_pgo_build_compiles_with_its_twins_profile(tmp_path, monkeypatch)
     assert "-Wl,--emit-relocs" in p.stage_flags("final")[1].link
     # A labelled training keeps its twin beside it; the instrumented build stays shared.
     labelled = pipeline("rel_pgo_use_bolt", "sysbench")
-    assert labelled.profile_twin.dir.name == "sysbench-rel_pgo_use" and labelled.instrumented.dir == twin.instrumented.dir
+    assert labelled.profile_twin.dir.name == "sysbench-rel_pgo_use"
+    assert labelled.instrumented.dir == twin.instrumented.dir
     # The record carries the twin's phases that made the profile, not the rest of the twin's build.
     p.state = SimpleNamespace(phases={"build": {"seconds": 1}, "bolt-optimize": {"seconds": 1}})
     p.profile_twin.state = SimpleNamespace(phases={n: {"seconds": 1} for n in ("train", "merge", "build", "smoke")})

@@ -68,8 +68,8 @@ def host_info() -> dict:
                "unknown")
     mem_kb = next((int(line.split()[1]) for line in _read("/proc/meminfo").splitlines()
                    if line.startswith("MemTotal:")), 0)
-    return {"cpu": cpu, "cpu_id": cpu_identity(cpuinfo), "caches": cache_sizes(Path("/sys/devices/system/cpu/cpu0/cache")),
-            "cores": os.cpu_count(), "kernel": platform.release(),
+    return {"cpu": cpu, "cpu_id": cpu_identity(cpuinfo),
+            "caches": cache_sizes(Path("/sys/devices/system/cpu/cpu0/cache")), "cores": os.cpu_count(), "kernel": platform.release(),
             "memory_gib": round(mem_kb / 1024 / 1024, 1), "hostname": platform.node()}
 
 
