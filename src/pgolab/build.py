@@ -35,7 +35,7 @@ from .server import ServerProcess, initialize_datadir
 from .sources import SourceTree, tree_digest
 from .stages.bolt import bolt_phases
 from .stages.compile import compile_phases
-from .stages.pgo import TRAINING_PHASES, pgo_phases
+from .stages.pgo import PROFILE_READY, TRAINING_PHASES, pgo_phases
 from .stages.smoke import smoke_phase
 from .targets import target_for
 from .targets.base import chown_tree
@@ -165,7 +165,7 @@ class Pipeline:
                        self.request.extra_args, self.request.source.server)
         # Builds (or finds up to date) what this build's profile comes from: the shared instrumented
         # build, or the twin's chain up to its merge; a change there re-runs everything after it.
-        upstream = (self.profile_twin.run(until="merge") if self.profile_twin is not None
+        upstream = (self.profile_twin.run(until=PROFILE_READY) if self.profile_twin is not None
                     else self.instrumented.run() if self.instrumented is not None else None)
         if upstream is not None:
             self.ran_any |= not upstream.up_to_date

@@ -22,6 +22,7 @@ from .runner import Runner
 from .store import Store
 from .targets.base import chown_tree
 from .workloads import TrainingSpec, run_training
+from .stages.pgo import PROFILE_READY
 
 
 def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, suite: str = "quick",
@@ -36,7 +37,7 @@ def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, su
                           hint=f"check the first-stage profile of the same training: --variant {plain.name}")
     # A _bolt build reads its twin's profile: the twin's pipeline made it, and is checked.
     pipeline = Pipeline(request, reporter).profile_owner
-    pipeline.run(until="merge")          # instrumented build and training profile, built if missing
+    pipeline.run(until=PROFILE_READY)    # instrumented build and training profile, built if missing
     bench_dir = pipeline.dir / "profile-benchmark"
     shutil.rmtree(bench_dir, ignore_errors=True)
     bench_dir.mkdir(parents=True)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 # The phases that make a PGO build's profile; a _bolt build reads its twin's and has none of them.
 TRAINING_PHASES = ("train", "merge")
+PROFILE_READY = TRAINING_PHASES[-1]    # run a pipeline up to this phase and its profile can be read
 
 
 def pgo_phases(p: "Pipeline") -> list[Phase]:
