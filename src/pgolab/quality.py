@@ -19,10 +19,10 @@ from .build import BuildRequest, Pipeline, Reporter
 from .errors import PgolabError
 from .record import BuildRecord
 from .runner import Runner
+from .stages.pgo import PROFILE_READY
 from .store import Store
 from .targets.base import chown_tree
 from .workloads import TrainingSpec, run_training
-from .stages.pgo import PROFILE_READY
 
 
 def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, suite: str = "quick",
