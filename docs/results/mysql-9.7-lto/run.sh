@@ -8,9 +8,7 @@
 . "$(dirname "$0")/../proof-env.sh"
 S=$($P source mysql --version 9.7.2)
 $P build "$S" --variant rel_o2nofp </dev/null
-PY=$(dirname "$P")/python
-PGOLAB_MYSQLD=$(ls -d "${PGOLAB_HOME:-/var/cache/pgolab}"/builds/mysql-9.7.2-*/rel_o2nofp/final/install/bin/mysqld | head -1) \
-  "$PY" -m pytest -v -p no:cacheprovider tests/test_mysql_server.py > $OUT/server-tests.txt 2>&1 || true
+mysql_server_tests 9.7.2
 $P matrix "$S" --variants rel_o2nofp,rel_lto --base rel_o2nofp --measure cost,qps --suite full \
   --instances 2 --blocks 3 --seconds 1 --cost-jobs 2 --cost-scale 0.25 \
   --run 'mysql-lto-{binaries}' --store $OUT/results.sqlite --out $OUT/report </dev/null > $OUT/report.txt

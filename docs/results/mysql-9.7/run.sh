@@ -6,11 +6,7 @@
 . "$(dirname "$0")/../proof-env.sh"
 S=$($P source mysql --version 9.7.2)
 $P build "$S" --variant rel_o2nofp </dev/null
-# The lifecycle and training-mix tests against the first mysqld built (CI has none: no MySQL server
-# package for Debian 12, and a build takes far longer than CI's budget).
-PY=$(dirname "$P")/python
-PGOLAB_MYSQLD=$(ls -d "${PGOLAB_HOME:-/var/cache/pgolab}"/builds/mysql-9.7.2-*/rel_o2nofp/final/install/bin/mysqld | head -1) \
-  "$PY" -m pytest -v -p no:cacheprovider tests/test_mysql_server.py > $OUT/server-tests.txt 2>&1 || true
+mysql_server_tests 9.7.2
 for v in rel_pgo_use rel_lto rel_lto_pgo_use_clang; do
   $P build "$S" --variant "$v" </dev/null
 done
