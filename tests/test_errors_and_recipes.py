@@ -228,9 +228,17 @@ def test_builds_can_be_listed_for_one_server_and_version(tmp_path, monkeypatch):
         (folder / "build.json").write_text(json.dumps({
             "variant": label, "description": label, "server": server, "source": {"path": "/s", "version": version},
             "toolchain": {}, "flags": {}, "server_binary": f"{folder}/final/install/bin/x",
-            "install_dir": f"{folder}/final/install", "logs": f"{folder}/logs"}))
+            "install_dir": f"{folder}/final/install", "logs": f"{folder}/logs",
+            "bolt": {"bolt-optimize": {"stats": {"functions": 900, "profiled": 120, "reordered": 77,
+                                                 "matched_share": 1.0}}} if server == "mariadb" else None}))
     both = CliRunner().invoke(app, ["builds", "--markdown"])
     assert "rel_lto" in both.output and "rel_pgo_use" in both.output
+    # BOLT's own statistics in a column of their own; a build without BOLT says so with a dash.
+    header, rule, *rows = both.output.splitlines()
+    bolt = header.split(" | ").index("BOLT")
+    assert rule == "|" + "---|" * len(header.split(" | "))
+    assert {r.split(" | ")[0].strip("| "): r.split(" | ")[bolt] for r in rows} == {
+        "rel_lto": "77 functions re-laid out, 120 profiled of 900, 100% matched", "rel_pgo_use": "-"}
     pg = CliRunner().invoke(app, ["builds", "--markdown", "--server", "postgresql-15"])
     assert pg.exit_code == 0 and "rel_pgo_use" in pg.output and "rel_lto" not in pg.output
 

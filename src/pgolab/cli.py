@@ -504,26 +504,16 @@ def builds_cmd(as_json: bool = typer.Option(False, "--json"),
                                                          "start: postgresql, mariadb-10.11, mysql-9.7.2")) -> None:
     """List finished builds: binary, wall and CPU time, profile use, smoke test answer."""
     from .record import BuildRecord
+    from .render import MarkdownRenderer, print_table, table_cells
+    from .report import builds_list_table
     records = [r for r in BuildRecord.all()
                if not server or f"{r.server}-{r.source['version']}".startswith(server)]
     if as_json:
         out.print_json(json.dumps([r.as_dict() for r in records]))
         return
-    rows = []
-    for r in records:
-        check = r.profile.get("check-profile")
-        used = f"{check['with_profile']}/{check['objects']} objects" if check else "-"
-        code = f"{r.code_bytes / 2**20:.1f}" if r.code_bytes else "-"
-        rows.append((r.label, f"{r.server} {r.source['version']}", r.description,
-                     f"{r.build_seconds / 60:.1f}", f"{r.build_cpu_seconds / 60:.1f}", code,
-                     r.training or "-", used, (r.smoke or "-")[:40], r.server_binary))
-    headers = ("build", "source", "what", "wall min", "CPU min", "code MiB", "training", "profile used",
-               "smoke answer", "server binary")
+    table = builds_list_table(records, f"builds in {paths.builds_dir()}")
     if markdown:
-        out.print("| " + " | ".join(headers) + " |", markup=False, highlight=False, soft_wrap=True)
-        out.print("|" + "---|" * len(headers), markup=False, highlight=False, soft_wrap=True)
-        for row in rows:
-            out.print("| " + " | ".join(row) + " |", markup=False, highlight=False, soft_wrap=True)
-        return
-    out.print(rich_table(f"builds in {paths.builds_dir()}", list(headers), [list(r) for r in rows],
-                         no_wrap=not out.is_terminal))
+        out.print(MarkdownRenderer().grid(*table_cells(table)), markup=False, highlight=False, soft_wrap=True,
+                  end="")
+    else:
+        print_table(table, out, no_wrap=not out.is_terminal)

@@ -46,6 +46,11 @@ def cell_json(value):
     return value
 
 
+def table_cells(t: Table) -> tuple[list[str], list[list[str]]]:
+    """A table's header and its rows as text, in column order: what every grid renders."""
+    return [c.title for c in t.columns], [[cell_text(r.get(c.key)) for c in t.columns] for r in t.rows]
+
+
 class MarkupRenderer:
     """The document's order; subclasses supply the primitives."""
 
@@ -69,8 +74,7 @@ class MarkupRenderer:
     def table(self, t: Table) -> str:
         parts = [self.heading(2, t.title)]
         if t.rows:
-            parts.append(self.grid([c.title for c in t.columns],
-                                   [[cell_text(r.get(c.key)) for c in t.columns] for r in t.rows]))
+            parts.append(self.grid(*table_cells(t)))
         if t.note:
             parts.append(self.paragraph(t.note))
         return "\n".join(parts)
@@ -188,18 +192,19 @@ def rich_table(title: str, header: list[str], rows: list[list[str]], no_wrap: bo
     return table
 
 
+def print_table(t: Table, console: Console, no_wrap: bool = True) -> None:
+    console.print(rich_table(t.title, *table_cells(t), no_wrap=no_wrap))
+    if t.note:
+        console.print(t.note, highlight=False, markup=False)
+
+
 def print_terminal(report: Report, console: Console) -> None:
     console.print(report.title, style="bold", highlight=False)
     for f in report.facts:
         console.print(f, highlight=False, markup=False)
     for t in report.tables:
-        if not t.rows:
-            continue
-        console.print(rich_table(t.title, [c.title for c in t.columns],
-                                 [[cell_text(r.get(c.key)) for c in t.columns] for r in t.rows],
-                                 no_wrap=not console.is_terminal or t.key != "targets"))
-        if t.note:
-            console.print(t.note, highlight=False, markup=False)
+        if t.rows:
+            print_table(t, console, no_wrap=not console.is_terminal or t.key != "targets")
     for title, text in report.notes:
         console.print(f"{title}: {text}", highlight=False, markup=False)
 

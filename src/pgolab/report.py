@@ -18,6 +18,7 @@ from . import labels as target_labels, stats
 from .cost import CACHE_GEOMETRY, CYCLE_FORMULA
 from .errors import PgolabError
 from .measurement import FIGURES, MODES, Figure, figures
+from .record import BuildRecord
 from .store import Store
 from .suite import GROUPS
 from .variants import AxisPair, axis_pairs
@@ -354,6 +355,34 @@ def targets_table(store: Store, run_id: int, methods: dict[str, str]) -> Table:
                  rows)
 
 
+def bolt_summary(bolt: dict | None) -> str:
+    """BOLT's own statistics of a build record's `bolt` phases, in one cell ('' without BOLT)."""
+    s = (bolt or {}).get("bolt-optimize", {}).get("stats")
+    if not s:
+        return ""
+    return (f"{s['reordered']} functions re-laid out, {s['profiled']} profiled of {s['functions']}, "
+            f"{s['matched_share']:.0%} matched")
+
+
+def builds_list_table(records: list[BuildRecord], title: str) -> Table:
+    """Finished builds (`pgolab builds`): what each is, what it cost, its profile's use and its answer."""
+    rows = []
+    for r in records:
+        check = r.profile.get("check-profile")
+        rows.append({"build": r.label, "source": f"{r.server} {r.source['version']}", "what": r.description,
+                     "wall_min": f"{r.build_seconds / 60:.1f}", "cpu_min": f"{r.build_cpu_seconds / 60:.1f}",
+                     "code_mib": f"{r.code_bytes / 2**20:.1f}" if r.code_bytes else "-",
+                     "training": r.training or "-",
+                     "profile_used": f"{check['with_profile']}/{check['objects']} objects" if check else "-",
+                     "bolt": bolt_summary(r.bolt) or "-", "smoke": (r.smoke or "-")[:40],
+                     "binary": r.server_binary})
+    return Table("build_list", title,
+                 [Column("build", "build"), Column("source", "source"), Column("what", "what"),
+                  Column("wall_min", "wall min"), Column("cpu_min", "CPU min"), Column("code_mib", "code MiB"),
+                  Column("training", "training"), Column("profile_used", "profile used"), Column("bolt", "BOLT"),
+                  Column("smoke", "smoke answer"), Column("binary", "server binary")], rows)
+
+
 def build_cost_table(store: Store, run_id: int, base: str) -> Table | None:
     """What each build cost to make and how large its code is (targets pgolab built)."""
     records = {t["label"]: json.loads(t["description"]) for t in store.targets(run_id)}
@@ -364,14 +393,11 @@ def build_cost_table(store: Store, run_id: int, base: str) -> Table | None:
     rows = []
     for label, r in built.items():
         code = r.get("code_bytes")
-        optimize = (r.get("bolt") or {}).get("bolt-optimize", {}).get("stats")
         rows.append({"build": label, "wall_min": r["build_seconds"] / 60,
                      "cpu_min": (r.get("build_cpu_seconds") or 0) / 60,
                      "code_mib": code / 2**20 if code else None,
                      "code_vs_base": code / base_code if code and base_code else None,
-                     "bolt": (f"{optimize['reordered']} functions re-laid out, {optimize['profiled']} profiled of "
-                              f"{optimize['functions']}, {optimize['matched_share']:.0%} matched"
-                              if optimize else "")})
+                     "bolt": bolt_summary(r.get("bolt"))})
     return Table("build_cost", "Build cost and code size",
                  [Column("build", "build"), Column("wall_min", "wall min"), Column("cpu_min", "CPU min"),
                   Column("code_mib", "code MiB"), Column("code_vs_base", "code vs base"), Column("bolt", "BOLT")],
