@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from pgolab import bench, report, suite
-from pgolab.cost import CostEntry
+from pgolab.targets.base import CostEntry
 from pgolab.errors import PgolabError
 from pgolab.render import export
 from pgolab.store import Store

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from pgolab.cost import CostEntry, Counts, function_names, new_files, output_files, run_sysbench
+from pgolab.targets.base import CostEntry
+from pgolab.cost import Counts, function_names, new_files, output_files, run_sysbench
 from pgolab.errors import PgolabError
 from pgolab.runner import Runner
 from pgolab.targets import MariaDBInstallation

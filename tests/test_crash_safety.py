@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pgolab import profiles, scratch
+from pgolab import processes, profiles, scratch
 from pgolab.errors import PgolabError
 from pgolab.variants import parse
 from pgolab.runner import Runner
@@ -50,7 +50,7 @@ def test_a_folder_a_live_server_uses_is_not_swept(short_home):
     server = subprocess.Popen([*SLEEPER, f"--socket={folder}/mysqld.sock"])
     time.sleep(0.2)
     try:
-        assert scratch.servers_using(folder) == [server.pid]
+        assert processes.servers_using(folder) == [server.pid]
         assert folder not in scratch.sweep() and folder.exists()
     finally:
         server.kill()
@@ -61,7 +61,7 @@ def test_a_folder_a_live_server_uses_is_not_swept(short_home):
 def test_a_sibling_path_is_not_mistaken_for_the_data_directory(tmp_path):
     other = subprocess.Popen([*SLEEPER, f"{tmp_path}/data2"])
     try:
-        assert scratch.servers_using(tmp_path / "data") == []
+        assert processes.servers_using(tmp_path / "data") == []
     finally:
         other.kill()
         other.wait()
@@ -124,9 +124,9 @@ def test_commands_left_working_in_a_build_are_found_but_not_this_process(tmp_pat
     elsewhere = subprocess.Popen(SLEEPER, cwd=tmp_path)
     try:
         time.sleep(0.2)
-        assert scratch.processes_under(build) == [left.pid]
+        assert processes.processes_under(build) == [left.pid]
         os.chdir(build)
-        assert os.getpid() not in scratch.processes_under(build)
+        assert os.getpid() not in processes.processes_under(build)
     finally:
         os.chdir("/")
         for proc in (left, elsewhere):

@@ -39,7 +39,8 @@ def test_a_run_on_another_cpu_generation_is_another_experiment():
     from pgolab.bench import BenchOptions
     here = host_info()
     assert set(HOST_IDENTITY) <= set(here)
-    other = {**here, "cpu_id": "cpu family 25, model 1, stepping 1"}
+    # Another generation than this machine's, whatever this one is.
+    other = {**here, "cpu_id": here["cpu_id"] + " (another)"}
     options = BenchOptions(suite="quick", modes=("qps",))
     a = run_identity("mariadb", "base", [], {}, options, here)
     b = run_identity("mariadb", "base", [], {}, options, other)

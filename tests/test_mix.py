@@ -22,7 +22,7 @@ def started(installation, tmp_path, options=()):
     initialize_datadir(installation, tmp_path / "data", runner)
     rundir = Path(tempfile.mkdtemp(prefix="pgolab-mix-"))
     if installation.run_as:
-        from pgolab.targets.base import chown_tree
+        from pgolab.paths import chown_tree
         chown_tree(rundir, installation.run_as)
     return ServerProcess(installation, tmp_path / "data", rundir, runner, options=list(options)), runner
 
@@ -77,7 +77,7 @@ def test_mix_on_postgresql_uses_both_protocols(server_tmp):
     if not pg.server_binary.exists():
         pytest.fail("Debian's postgresql-15 is not installed: run scripts/setup-system.sh")
     if pg.run_as:
-        from pgolab.targets.base import chown_tree
+        from pgolab.paths import chown_tree
         chown_tree(server_tmp, pg.run_as)
     server, runner = started(pg, server_tmp)
     with server:
@@ -125,7 +125,7 @@ def test_concurrent_deletes_do_not_collide_on_postgresql(server_tmp):
     deleting the same id would both re-insert it and fail on the primary key."""
     pg = PostgreSQLInstallation.system("15")
     if pg.run_as:
-        from pgolab.targets.base import chown_tree
+        from pgolab.paths import chown_tree
         chown_tree(server_tmp, pg.run_as)
     server, runner = started(pg, server_tmp)
     with server:

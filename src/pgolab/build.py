@@ -26,7 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from . import __version__, elf, paths, profiles, scratch
+from . import __version__, elf, paths, processes, profiles, scratch
+from .paths import chown_tree
 from .errors import PgolabError
 from .phases import Phase, PhaseEngine, PhaseState, PrefixedReporter, QuietReporter, Reporter, digest
 from .record import BuildRecord
@@ -38,7 +39,6 @@ from .stages.compile import compile_phases
 from .stages.pgo import PROFILE_READY, TRAINING_PHASES, pgo_phases
 from .stages.smoke import smoke_phase
 from .targets import target_for
-from .targets.base import chown_tree
 from .toolchains import toolchain as find_toolchain
 from .variants import FlagSet, Variant, flags_for
 from .workloads import TrainingSpec
@@ -203,13 +203,13 @@ class Pipeline:
         """A killed pgolab leaves its commands running (make, ninja, compilers; servers get SIGTERM
         from the kernel): they would write into this build beside the re-run. Stop them first:
         SIGTERM (a server's clean shutdown), then SIGKILL for what is still there after `grace`."""
-        pids = scratch.processes_under(self.dir)
+        pids = processes.processes_under(self.dir)
         if not pids:
             return
         runner = self.runner("leftovers")
         runner.note(f"processes left running in {self.dir} by an earlier run: {pids}; SIGTERM")
         for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10)):
-            pids = scratch.signal_and_wait(pids, sig, wait)
+            pids = processes.signal_and_wait(pids, sig, wait)
             if not pids:
                 return
             runner.note(f"still running after {sig.name}: {pids}")

@@ -26,7 +26,6 @@ microbenchmark suffice, and servers stay up across microbenchmarks.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 import subprocess
 import time
@@ -34,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import PgolabError
+from .paths import chown_tree
+from .processes import child_pids
 from .measurement import Sample, Step
 from .runner import CommandResult, Runner, format_command
 from .suite import Micro
@@ -106,18 +107,6 @@ def function_names(binary: Path) -> set[str]:
     return names
 
 
-@dataclass(frozen=True)
-class CostEntry:
-    """A function collection is toggled on in, as callgrind's pattern (`*` and `?`, matching the
-    whole name). The pattern must name one function: callgrind toggles on entry to each match, so a
-    pattern that also matches a split-off part (gcc's `[clone .cold]`, entered by a jump from the
-    hot part) switches collection off inside the function and leaves it inverted afterwards."""
-    toggle: str
-
-    def matches(self, names: set[str]) -> set[str]:
-        return {n for n in names if fnmatch.fnmatchcase(n, self.toggle)}
-
-
 def valgrind_wrapper(out_dir: Path, entry_points: tuple[str, ...] | None) -> list[str]:
     """The callgrind command line a server starts under. With entry points, collection is on
     only inside them; without, it is off until the measured run switches it on."""
@@ -139,21 +128,6 @@ def method_name(entry_points: tuple[str, ...] | None, forks_backends: bool = Fal
 def callgrind_control(runner: Runner, action: str, pid: int) -> None:
     """`action` "zero" or "dump": the counters of a running callgrind process (one-process servers)."""
     runner.run(["callgrind_control", f"--{action}", str(pid)], what=f"callgrind {action}")
-
-
-def child_pids(pid: int) -> set[int]:
-    """The live children of a process (a postmaster's backends and workers)."""
-    out = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == pid:
-            out.add(int(entry.name))
-    return out
 
 
 def wait_for_backends(pid: int, baseline: set[int], timeout: float = 120.0) -> None:
@@ -261,7 +235,6 @@ class CostExecutor:
     mode = "cost"
 
     def __init__(self, fleet, options, labels: list[str]):
-        from .targets.base import chown_tree
         self.fleet, self.options, self.labels = fleet, options, labels
         self.concurrency = max(1, options.cost_jobs)
         # One method for every target, or their counts would not compare: a toggle function is a
@@ -269,7 +242,7 @@ class CostExecutor:
         # at the first start); with none left the whole run uses the window method.
         insts = {label: fleet.targets[label].installation for label in labels}
         names = {label: function_names(i.server_binary) for label, i in insts.items()}
-        self.candidates: list[dict[str, CostEntry]] = []
+        self.candidates: list[dict[str, "CostEntry"]] = []
         for rank in range(max(len(i.cost_entry_points) for i in insts.values())):
             chosen = {label: i.cost_entry_points[min(rank, len(i.cost_entry_points) - 1)] for label, i in insts.items()}
             if all(len(entry.matches(names[label])) == 1 for label, entry in chosen.items()):

@@ -18,7 +18,7 @@ from . import scratch
 from . import suite as suite_mod
 from .runner import Runner
 from .server import ServerProcess, initialize_datadir
-from .targets.base import chown_tree
+from .paths import chown_tree
 
 BENCH_DATABASE = "sbtest"
 
@@ -73,15 +73,6 @@ class BenchOptions:
 
     def identity(self) -> dict:
         return {k: v for k, v in self.as_dict().items() if k not in self.EXECUTION_ONLY}
-
-
-def process_cpu_seconds(pid: int) -> tuple[float, float]:
-    """User and system CPU seconds of a process plus its reaped children (PostgreSQL's
-    backends are children of the postmaster and are reaped when a connection ends)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
-    return (utime + cutime) / tick, (stime + cstime) / tick
 
 
 def cpu_sets() -> tuple[str, str] | None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 
 from .errors import PgolabError
-from .fleet import BenchOptions, Fleet, cpu_sets, process_cpu_seconds, sysbench_argv
+from .fleet import BenchOptions, Fleet, cpu_sets, sysbench_argv
+from .processes import process_cpu_seconds
 from .measurement import Sample, Step
 from .runner import format_command
 from .schedule import start_order

@@ -21,7 +21,7 @@ from .record import BuildRecord
 from .runner import Runner
 from .stages.pgo import PROFILE_READY
 from .store import Store
-from .targets.base import chown_tree
+from .paths import chown_tree
 from .workloads import TrainingSpec, run_training
 
 

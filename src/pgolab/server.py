@@ -18,7 +18,8 @@ from pathlib import Path
 from . import scratch
 from .errors import PgolabError
 from .runner import Runner, as_user_kwargs, format_command
-from .targets.base import chown_tree
+from .paths import chown_tree
+from .processes import servers_using, signal_and_wait
 
 LOG_TAIL_LINES = 40
 _LIVE: set["ServerProcess"] = set()
@@ -43,11 +44,11 @@ def stop_leftovers(path: Path, runner: Runner, timeout: float = 120) -> None:
     """Servers that a killed pgolab left running on `path` (a data directory) are shut down cleanly
     before anything touches it: SIGTERM is a clean shutdown for both servers (an instrumented one
     writes its counters now, before any phase reads them); one that will not stop is reported."""
-    pids = scratch.servers_using(path)
+    pids = servers_using(path)
     if not pids:
         return
     runner.note(f"servers left running on {path} by an earlier run: pids {pids}; sending SIGTERM")
-    alive = scratch.signal_and_wait(pids, signal.SIGTERM, timeout)
+    alive = signal_and_wait(pids, signal.SIGTERM, timeout)
     if alive:
         raise PgolabError(f"server processes {alive} still run on {path} after SIGTERM",
                           hint=f"stop them (kill {' '.join(map(str, alive))}) and run the same command again")

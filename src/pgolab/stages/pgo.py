@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..phases import Phase
 from ..profiles import ProfileTool, raw_stats, require_raw_profiles, require_used, seal
-from ..targets.base import chown_tree
+from ..paths import chown_tree
 from ..workloads import run_training
 from .compile import compile_phases
 

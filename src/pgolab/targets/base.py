@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import pwd
 from dataclasses import dataclass, field
@@ -70,11 +71,13 @@ def unprivileged_user() -> str | None:
     return name
 
 
-def chown_tree(path: Path, user: str | None) -> None:
-    if user is None:
-        return
-    entry = pwd.getpwnam(user)
-    for root, dirs, files in os.walk(path):
-        os.chown(root, entry.pw_uid, entry.pw_gid)
-        for name in files:
-            os.chown(os.path.join(root, name), entry.pw_uid, entry.pw_gid)
+@dataclass(frozen=True)
+class CostEntry:
+    """A function collection is toggled on in, as callgrind's pattern (`*` and `?`, matching the
+    whole name). The pattern must name one function: callgrind toggles on entry to each match, so a
+    pattern that also matches a split-off part (gcc's `[clone .cold]`, entered by a jump from the
+    hot part) switches collection off inside the function and leaves it inverted afterwards."""
+    toggle: str
+
+    def matches(self, names: set[str]) -> set[str]:
+        return {n for n in names if fnmatch.fnmatchcase(n, self.toggle)}

@@ -10,9 +10,8 @@ from pathlib import Path
 from ..errors import PgolabError
 from ..runner import Runner
 from ..variants import FlagSet, Variant
-from ..cost import CostEntry
 from ..mix import MixOptions, MySQLMix
-from .base import Cmd, cmake_flags_include, cmake_tool_args
+from .base import Cmd, CostEntry, cmake_flags_include, cmake_tool_args
 
 # The one place that says what a pgolab MariaDB build leaves out. InnoDB, Aria
 # and MyISAM stay; edit this list (or pass --cmake-arg) to change it.

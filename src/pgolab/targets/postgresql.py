@@ -8,9 +8,8 @@ from pathlib import Path
 
 from ..runner import Runner
 from ..variants import FlagSet, Variant
-from ..cost import CostEntry
 from ..mix import MixOptions, PostgreSQLMix
-from .base import Cmd, unprivileged_user
+from .base import Cmd, CostEntry, unprivileged_user
 
 POSTGRESQL_CONFIGURE_OPTIONS = ["--without-icu", "--without-readline", "--without-llvm"]
 
