@@ -12,6 +12,7 @@ from pgolab import bench, report, suite
 from pgolab.targets.base import CostEntry
 from pgolab.errors import PgolabError
 from pgolab.render import export
+from pgolab.record import BinaryInfo
 from pgolab.store import Store
 from pgolab.targets import MariaDBInstallation, PostgreSQLInstallation
 
@@ -24,7 +25,7 @@ def debian_mariadb(label, binary=None):
     inst = MariaDBInstallation.system()
     if binary:
         inst.server_binary = binary
-    return bench.BenchTarget(label, "binary", inst, {"description": "Debian mariadbd"})
+    return bench.BenchTarget(label, "binary", inst, BinaryInfo(str(binary), "", "Debian mariadbd"))
 
 
 @pytest.mark.slow
@@ -76,8 +77,8 @@ def test_qps_slices_are_paired_balanced_and_resume_exactly(tmp_path):
             raise KeyboardInterrupt
     with pytest.raises(KeyboardInterrupt):
         bench.run_bench(store, "aa", "a", targets, options, "pgolab bench (test)", stop_midway)
-    run_id = store.run("aa")["id"]
-    assert store.run("aa")["status"] == "interrupted" and len(store.samples(run_id)) == 9
+    run_id = store.run("aa").id
+    assert store.run("aa").status == "interrupted" and len(store.samples(run_id)) == 9
     bench.run_bench(store, "aa", "a", targets, options, "pgolab bench (test, resumed)")
     samples = store.samples(run_id)
     keys = [(s.step.micro, s.step.instance, s.step.block, s.step.label) for s in samples]
@@ -89,7 +90,7 @@ def test_qps_slices_are_paired_balanced_and_resume_exactly(tmp_path):
              and s.step.block <= 2]
     assert [s.step.label for s in sorted(first, key=lambda s: (s.step.block, s.step.position))] == \
         ["a", "b", "b", "a"]
-    assert store.run("aa")["status"] == "finished" and len(json.loads(store.run("aa")["commands"])) == 2
+    assert store.run("aa").status == "finished" and len(store.run("aa").commands) == 2
     files = export(report.compute(store, "aa"), tmp_path / "out")
     assert "Per build" in files["markdown"].read_text()
 
@@ -115,7 +116,7 @@ def test_a_resume_is_refused_after_a_target_binary_changed(tmp_path, server_tmp)
     # A name carrying {binaries} starts a run of its own for the changed binary.
     with pytest.raises(KeyboardInterrupt):
         bench.run_bench(store, "rebuilt-{binaries}", "a", targets, options, "test", stop)
-    rebuilt = [r["name"] for r in store.runs() if r["name"].startswith("rebuilt-")]
+    rebuilt = [r.name for r in store.runs() if r.name.startswith("rebuilt-")]
     assert len(rebuilt) == 2 and rebuilt[0] != rebuilt[1]
     other = bench.BenchOptions(**{**options.as_dict(), "slice_seconds": 2})
     with pytest.raises(PgolabError, match=r"options\.slice_seconds"):
@@ -136,7 +137,7 @@ def test_every_microbenchmark_of_the_full_catalog_runs(tmp_path):
 @pytest.mark.slow
 def test_short_suite_on_postgresql(tmp_path):
     need("sysbench")
-    targets = [bench.BenchTarget(l, "binary", PostgreSQLInstallation.system("15"), {}) for l in ("pg-a", "pg-b")]
+    targets = [bench.BenchTarget(l, "binary", PostgreSQLInstallation.system("15"), BinaryInfo("", "15", "")) for l in ("pg-a", "pg-b")]
     store = Store(tmp_path / "results.sqlite")
     options = bench.BenchOptions(suite="quick", instances=1, blocks=2, slice_seconds=1, table_size=5000,
                                  warmup_seconds=1)

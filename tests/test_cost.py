@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from pgolab.targets.base import CostEntry
-from pgolab.cost import Counts, function_names, new_files, output_files, run_sysbench
+from pgolab.measures.callgrind import Counts, function_names, new_files, output_files
+from pgolab.measures.counting import run_sysbench
 from pgolab.errors import PgolabError
 from pgolab.runner import Runner
 from pgolab.targets import MariaDBInstallation
@@ -28,9 +29,9 @@ def test_a_toggle_pattern_names_the_function_and_not_its_cold_part():
     assert CostEntry("PostgresMain").matches({"PostgresMain", "PostgresMain.cold"}) == {"PostgresMain"}
 
 
-def test_every_default_mariadb_toggle_names_one_function_in_debians_server():
+def test_every_default_mariadb_toggle_names_one_function_in_debians_server(tmp_path):
     need("mariadbd")
-    names = function_names(Path("/usr/sbin/mariadbd"))   # stripped: dynamic symbols only
+    names = function_names(Path("/usr/sbin/mariadbd"), Runner(tmp_path / "nm.log"))   # stripped: dynamic symbols only
     for entry in MariaDBInstallation.cost_entry_points:
         assert len(entry.matches(names)) == 1, entry
 

@@ -15,6 +15,8 @@ from pgolab.errors import PgolabError
 from pgolab.variants import parse
 from pgolab.runner import Runner
 from pgolab.server import stop_leftovers
+from pgolab.host import Host
+from pgolab.measurement import BenchOptions
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 
@@ -186,7 +188,7 @@ def test_a_full_disk_during_the_store_transaction_loses_nothing_stored(tiny_disk
     filler = tiny_disk / "filler"
     filler.write_bytes(b"x" * (1024 * 1024))
     store = Store(tiny_disk / "results.sqlite")
-    run_id, _ = store.create_or_resume_run("r", server="mariadb", base="a", suite="quick", options={}, host={},
+    run_id, _ = store.create_or_resume_run("r", server="mariadb", base="a", suite="quick", options=BenchOptions(), host=Host.this(),
                                            identity={"x": 1}, command="test")
     stored, failure = 0, None
     for block in range(1, 10_000):

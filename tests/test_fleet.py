@@ -2,11 +2,13 @@
 
 from pgolab.fleet import BenchTarget, Fleet
 from pgolab.bench import BenchOptions
+from pgolab.record import BinaryInfo
 from pgolab.targets import MariaDBInstallation
 
 
 def fleet_with_golden(tmp_path) -> Fleet:
-    targets = [BenchTarget(label, "binary", MariaDBInstallation(tmp_path / "mariadbd", tmp_path, None, []), {})
+    targets = [BenchTarget(label, "binary", MariaDBInstallation(tmp_path / "mariadbd", tmp_path, None, []),
+                           BinaryInfo("", "", ""))
                for label in ("a", "b")]
     fleet = Fleet(targets, tmp_path / "run", BenchOptions(), "a")
     golden = tmp_path / "run" / "golden"

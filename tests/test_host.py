@@ -2,7 +2,10 @@
 
 from pathlib import Path
 
-from pgolab.bench import HOST_IDENTITY, cache_sizes, cpu_identity, host_info, run_identity
+from dataclasses import replace
+
+from pgolab.bench import run_identity
+from pgolab.host import Host, cache_sizes, cpu_identity
 
 CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -37,12 +40,17 @@ def test_cache_sizes_read_sysfs_levels_and_kinds(tmp_path: Path):
 def test_a_run_on_another_cpu_generation_is_another_experiment():
     """Two machines that both say "AMD EPYC" differ in the run identity when their family differs."""
     from pgolab.bench import BenchOptions
-    here = host_info()
-    assert set(HOST_IDENTITY) <= set(here)
+    here = Host.this()
     # Another generation than this machine's, whatever this one is.
-    other = {**here, "cpu_id": here["cpu_id"] + " (another)"}
+    other = replace(here, cpu_id=here.cpu_id + " (another)")
     options = BenchOptions(suite="quick", modes=("qps",))
     a = run_identity("mariadb", "base", [], {}, options, here)
     b = run_identity("mariadb", "base", [], {}, options, other)
     from pgolab.store import identity_difference
     assert identity_difference(a, b) == ["host.cpu_id"]
+
+
+def test_a_host_stored_before_a_field_existed_still_loads():
+    old = Host.from_dict({"cpu": "AMD EPYC", "cores": 2, "kernel": "6.1", "memory_gib": 24.0, "hostname": "h"})
+    assert old.cpu_id == "family not recorded" and old.caches == "not recorded"
+    assert Host.from_dict(old.as_dict()) == old

@@ -6,6 +6,14 @@ from pgolab import labels, matrix, variants
 from pgolab.errors import PgolabError
 
 
+def build_record(server: str, version: str):
+    """A build record with what a run's target reads of it."""
+    from pgolab.record import BuildRecord
+    return BuildRecord(label="x", variant="rel", description="x", server=server,
+                       source={"path": "/s", "version": version, "digest": ""}, toolchain={}, flags={},
+                       server_binary="/b/final/install/bin/x", install_dir="/b/final/install", logs="/b/logs")
+
+
 def names(vs):
     return [v.name for v in vs]
 
@@ -69,15 +77,17 @@ def test_mariadb_and_mysql_share_a_run_on_data_of_their_own_family():
             self.data_version_parts = real.data_version_parts
             self.sysbench_driver = real.sysbench_driver
 
-    def target(label, server, **description):
-        return BenchTarget(label, "variant", Inst(server), description)
-    maria = target("a", "mariadb", source={"version": "10.11.18"})
-    debian = target("d", "mariadb", version="mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu")
-    maria_new = target("n", "mariadb", source={"version": "11.8.6"})
-    mysql = target("m", "mysql", source={"version": "9.7.2"})
+    def target(label, server, version, kind="variant"):
+        from pgolab.record import BinaryInfo
+        description = build_record(server, version) if kind == "variant" else BinaryInfo("/d", version, "")
+        return BenchTarget(label, kind, Inst(server), description)
+    maria = target("a", "mariadb", "10.11.18")
+    debian = target("d", "mariadb", "mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu", "binary")
+    maria_new = target("n", "mariadb", "11.8.6")
+    mysql = target("m", "mysql", "9.7.2")
     assert maria.data_family == debian.data_family == "mariadb-10.11"
     assert maria_new.data_family == "mariadb-11.8" and mysql.data_family == "mysql-9.7"
     assert bench.check_targets("a", [maria, debian, maria_new, mysql]) == "mariadb+mysql"
-    assert target("p", "postgresql", source={"version": "17.11"}).data_family == "postgresql-17"
+    assert target("p", "postgresql", "17.11").data_family == "postgresql-17"
     with pytest.raises(PgolabError, match="PostgreSQL is benchmarked in a run of its own"):
-        bench.check_targets("a", [maria, target("p", "postgresql", source={"version": "15.18"})])
+        bench.check_targets("a", [maria, target("p", "postgresql", "15.18")])

@@ -206,7 +206,7 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     from pgolab import report
     from pgolab.record import BuildRecord
     from pgolab.store import Store
-    assert [r["name"] for r in Store(store).runs()] == [run_dirs[0].name], "the same binaries continue their run"
+    assert [r.name for r in Store(store).runs()] == [run_dirs[0].name], "the same binaries continue their run"
     timing = (tmp_path / "report" / "matrix-timing.jsonl").read_text().splitlines()
     assert len(timing) == 1 and json.loads(timing[0])["built_now"] == 0   # the killed invocation logged none
     data = report.compute(Store(store), run_dirs[0].name)

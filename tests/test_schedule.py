@@ -10,6 +10,8 @@ from pgolab.measurement import Sample
 from pgolab.schedule import Plan, Scheduler, block_order, start_order
 from pgolab.store import Store
 from pgolab.suite import QUICK
+from pgolab.host import Host
+from pgolab.measurement import BenchOptions
 
 
 class FakeExecutor:
@@ -45,7 +47,7 @@ class FakeExecutor:
 
 def new_run(tmp_path, name="r"):
     store = Store(tmp_path / "s.sqlite")
-    run_id, _ = store.create_or_resume_run(name, server="x", base="a", suite="quick", options={}, host={},
+    run_id, _ = store.create_or_resume_run(name, server="x", base="a", suite="quick", options=BenchOptions(), host=Host.this(),
                                            identity={"k": 1}, command="test")
     return store, run_id
 
@@ -148,13 +150,13 @@ def test_a_resume_with_another_identity_is_refused_naming_the_key(tmp_path):
     from pgolab.errors import PgolabError
     store = Store(tmp_path / "s.sqlite")
     identity = {"options": {"modes": ("qps",), "blocks": 4}, "targets": {"a": "1" * 64}}
-    store.create_or_resume_run("r", server="x", base="a", suite="quick", options={}, host={},
+    store.create_or_resume_run("r", server="x", base="a", suite="quick", options=BenchOptions(), host=Host.this(),
                                identity=identity, command="one")
-    store.create_or_resume_run("r", server="x", base="a", suite="quick", options={}, host={},
+    store.create_or_resume_run("r", server="x", base="a", suite="quick", options=BenchOptions(), host=Host.this(),
                                identity=identity, command="two")       # the same: resumes
     changed = {"options": {"modes": ("qps",), "blocks": 4}, "targets": {"a": "2" * 64}}
     with pytest.raises(PgolabError, match=r"targets\.a differ") as err:
-        store.create_or_resume_run("r", server="x", base="a", suite="quick", options={}, host={},
+        store.create_or_resume_run("r", server="x", base="a", suite="quick", options=BenchOptions(), host=Host.this(),
                                    identity=changed, command="three")
     assert "stored '1111" in str(err.value)
 

@@ -1,9 +1,9 @@
-"""A benchmark run: targets, run identity, and each measurement mode's scheduler and executor.
+"""A benchmark run: targets, run identity, and each measure's scheduler and executor.
 
 `run_bench` checks the targets, creates or resumes the stored run (a resume must be the
 same experiment: options, suite, host and every target's binary digest), loads the
-golden data once, and runs the scheduler with a QPS executor, a cost executor, or one
-after the other. Servers, sockets and data copies live under the run's folder.
+golden data once, and runs the scheduler with each measure's executor, one after the
+other. Servers, sockets and data copies live under the run's folder.
 """
 
 from __future__ import annotations
@@ -11,93 +11,32 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from . import paths, suite as suite_mod
-from .cost import CYCLE_FORMULA, CACHE_GEOMETRY, CostExecutor
+from . import measures as measures_mod, paths, suite as suite_mod
 from .errors import PgolabError
-from .fleet import BenchOptions, BenchTarget, Fleet  # noqa: F401 (BenchOptions, BenchTarget: bench's API)
-from .qps import QpsExecutor
+from .fleet import BenchTarget, Fleet
+from .host import Host
+from .measurement import BenchOptions
+from .measures import Measure
+from .record import BinaryInfo, BuildRecord
 from .runner import Runner
-from .schedule import Plan, Progress, Scheduler
+from .schedule import Progress, Scheduler
 from .sources import file_digest
 from .store import Store
-
-EXECUTORS = {"qps": QpsExecutor, "cost": CostExecutor}
-
-
-def cpu_identity(cpuinfo: str) -> str:
-    """Family, model and stepping from /proc/cpuinfo: "AMD EPYC" alone names several generations
-    whose front ends price the same code very differently."""
-    fields = {}
-    for line in cpuinfo.splitlines():
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    parts = [f"{name} {fields[name]}" for name in ("cpu family", "model", "stepping") if name in fields]
-    return ", ".join(parts) or "unknown"
-
-
-CACHE_KINDS = {"Data": "d", "Instruction": "i"}     # sysfs "Unified" caches get no letter
-
-
-def cache_sizes(cache_dir: Path) -> str:
-    """cpu0's caches from sysfs, e.g. "L1d 48K, L1i 32K, L2 1024K, L3 32768K"."""
-    found = []
-    for index in sorted(cache_dir.glob("index*")):
-        try:
-            level, kind, size = ((index / f).read_text().strip() for f in ("level", "type", "size"))
-        except OSError:
-            continue
-        found.append(f"L{level}{CACHE_KINDS.get(kind, '')} {size}")
-    return ", ".join(found) or "unknown"
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
-
-
-def host_info() -> dict:
-    cpuinfo = _read("/proc/cpuinfo")
-    cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")),
-               "unknown")
-    mem_kb = next((int(line.split()[1]) for line in _read("/proc/meminfo").splitlines()
-                   if line.startswith("MemTotal:")), 0)
-    return {"cpu": cpu, "cpu_id": cpu_identity(cpuinfo),
-            "caches": cache_sizes(Path("/sys/devices/system/cpu/cpu0/cache")), "cores": os.cpu_count(), "kernel": platform.release(),
-            "memory_gib": round(mem_kb / 1024 / 1024, 1), "hostname": platform.node()}
-
-
-HOST_IDENTITY = ("cpu", "cpu_id", "caches", "cores", "memory_gib", "kernel", "hostname")
-
-
-def plan_for(mode: str, options: BenchOptions) -> Plan:
-    if mode == "cost":
-        # Read-only statements cost the same every time (MariaDB: repeats within 0.1 %): one
-        # measurement. Writes, and reads of what they left, depend on how background threads
-        # (InnoDB purge, autovacuum) interleaved: two servers of one binary differed by up to 8 %
-        # (MariaDB update-index) and 14 % (PostgreSQL point-2): repeats, and an interval from them.
-        return Plan(instances=1, blocks=1, max_instances=1, detect_outliers=False,
-                    write_blocks=options.cost_write_repeats)
-    return Plan(instances=options.instances, blocks=options.blocks,
-                max_instances=max(options.max_instances, options.instances), target_ci=options.target_ci,
-                pair_budget_s=options.pair_budget_s)
+from .targets import installation_for_binary
 
 
 def run_identity(server: str, base: str, targets: list[BenchTarget], digests: dict[str, str],
-                 options: BenchOptions, host: dict) -> dict:
+                 options: BenchOptions, host: Host, measures: list[Measure] | None = None) -> dict:
     """What a resumed run must match, key by key."""
     micros = [suite_mod.key(m) for m in suite_mod.suite(options.suite)]
     identity = {"server": server, "base": base, "suite": options.suite, "micros": micros,
-                "options": options.identity(), "targets": digests,
-                "host": {k: host[k] for k in HOST_IDENTITY}}
-    if "cost" in options.modes:
-        identity["cost_method"] = {"cache_geometry": CACHE_GEOMETRY, "cycles": CYCLE_FORMULA}
+                "options": options.identity(), "targets": digests, "host": host.identity()}
+    for measure in measures if measures is not None else measures_mod.of_modes(options.modes):
+        identity |= measure.identity()
     return identity
 
 
@@ -128,8 +67,15 @@ def check_targets(base: str, targets: list[BenchTarget]) -> str:
     return "+".join(sorted(servers_of))
 
 
+FleetFactory = Callable[[list[BenchTarget], Path, BenchOptions, str], Fleet]
+
+
 def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget], options: BenchOptions,
-              command: str, on_step: Callable[[Progress], None] | None = None) -> int:
+              command: str, on_step: Callable[[Progress], None] | None = None, *,
+              measures: list[Measure] | None = None, fleet_factory: FleetFactory = Fleet) -> int:
+    """measures: what to measure (default: the options' modes); fleet_factory: what starts the
+    servers. A test passes a fake of each to run bench, store and report without a server."""
+    measures = measures if measures is not None else measures_mod.of_modes(options.modes)
     server = check_targets(base, targets)
     if options.cost_tolerance is None:
         options = replace(options, cost_tolerance=max(t.installation.cost_repeatability for t in targets))
@@ -138,22 +84,22 @@ def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget]
     labels = [t.label for t in targets]
     digests = {t.label: file_digest(t.installation.server_binary) for t in targets}
     run_name = resolve_run_name(run_name, digests)
-    host = host_info()
+    host = Host.this()
     run_id, _ = store.create_or_resume_run(
-        run_name, server=server, base=base, suite=options.suite, options=options.as_dict(), host=host,
-        identity=run_identity(server, base, targets, digests, options, host), command=command)
+        run_name, server=server, base=base, suite=options.suite, options=options, host=host,
+        identity=run_identity(server, base, targets, digests, options, host, measures), command=command)
     for t in targets:
         store.add_target(run_id, t.label, t.kind, str(t.installation.server_binary), digests[t.label],
                          t.description)
-    fleet = Fleet(targets, paths.runs_dir() / run_name, options, base)
+    fleet = fleet_factory(targets, paths.runs_dir() / run_name, options, base)
     micros = list(suite_mod.suite(options.suite))
     progress = Progress(0)
     try:
         fleet.prepare()
-        for mode in options.modes:
-            executor = EXECUTORS[mode](fleet, options, labels)
+        for measure in measures:
+            executor = measure.executor(fleet, options, labels)
             try:
-                Scheduler(store, run_id, base, labels, plan_for(mode, options), on_step,
+                Scheduler(store, run_id, base, labels, measure.plan(options), on_step,
                           progress).run(micros, executor)
             finally:
                 executor.close()
@@ -184,14 +130,12 @@ def resolve_targets(base: str, variants: list[str], binaries: list[str],
 
 def variant_target(name: str, source_path: Path | None = None) -> BenchTarget:
     """A build pgolab made, by label: the newest build of that name, or the one from source_path."""
-    from .record import BuildRecord
     record = BuildRecord.find(name, source_path)
-    return BenchTarget(name, "variant", record.installation(), record.as_dict())
+    return BenchTarget(name, record.kind, record.installation(), record)
 
 
 def binary_target(spec: str) -> BenchTarget:
     """--binary NAME=PATH: any server binary, e.g. Debian's /usr/sbin/mariadbd."""
-    from .targets import installation_for_binary
     if "=" not in spec:
         raise PgolabError(f"--binary takes NAME=PATH, got {spec!r}", hint="e.g. --binary distro=/usr/sbin/mariadbd")
     label, path_text = spec.split("=", 1)
@@ -201,5 +145,5 @@ def binary_target(spec: str) -> BenchTarget:
     installation = installation_for_binary(path)
     version = Runner(paths.home() / "logs" / "binary-version.log").run(
         [str(path), "--version"], check=False, what="server --version").output.strip()
-    return BenchTarget(label, "binary", installation, {"path": str(path), "version": version,
-                                                       "description": f"binary {path} ({version})"})
+    return BenchTarget(label, BinaryInfo.kind, installation,
+                       BinaryInfo(str(path), version, f"binary {path} ({version})"))

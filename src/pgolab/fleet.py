@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import scratch
 from . import suite as suite_mod
+from .measurement import BenchOptions
+from .record import TargetDescription
 from .runner import Runner
 from .server import ServerProcess, initialize_datadir
 from .paths import chown_tree
@@ -28,7 +30,7 @@ class BenchTarget:
     label: str
     kind: str                 # variant | binary
     installation: object
-    description: dict
+    description: TargetDescription
     env: dict = field(default_factory=dict)   # e.g. where an instrumented server writes its profile
 
     @property
@@ -36,43 +38,9 @@ class BenchTarget:
         """Targets of one family can start on one data directory: same server, same release series as
         the server defines it (MariaDB/MySQL major.minor, PostgreSQL major): MySQL cannot read
         MariaDB's data directory, PostgreSQL 17 not 15's."""
-        text = str((self.description.get("source") or {}).get("version") or self.description.get("version") or "")
-        match = re.search(r"\d+(?:\.\d+)*", text)
+        match = re.search(r"\d+(?:\.\d+)*", self.description.version)
         parts = match.group(0).split(".")[:self.installation.data_version_parts] if match else []
         return f"{self.installation.server}-{'.'.join(parts) or 'unknown'}"
-
-
-@dataclass
-class BenchOptions:
-    suite: str = "quick"
-    modes: tuple[str, ...] = ("qps",)
-    slice_seconds: float = 3.0     # one paired QPS slice
-    instances: int = 2             # server starts per microbenchmark (QPS mode)
-    blocks: int = 4                # paired blocks per instance (QPS mode)
-    max_instances: int = 6         # ceiling when target_ci adds instances
-    target_ci: float | None = None
-    pair_budget_s: float | None = 120.0
-    tables: int = 1
-    table_size: int = 100_000
-    threads: int = 1
-    prepared: bool = True
-    warmup_seconds: float = 2.0    # the microbenchmark itself, after every start, unmeasured
-    pin: bool = True               # server and sysbench on disjoint CPUs
-    cost_scale: float = 1.0        # multiplies each microbenchmark's cost-mode event count
-    cost_write_repeats: int = 3    # cost-mode blocks of a test that writes or reads what writes left
-    cost_tolerance: float | None = None   # repeatability of one cost measurement (from the server recipe)
-    # cost-mode servers measured at once (simulated counts do not disturb each other): one per CPU
-    cost_jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
-    server_options: list[str] = field(default_factory=list)
-
-    # How the run is executed, not what it measures: a resume may change these.
-    EXECUTION_ONLY = ("cost_jobs",)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    def identity(self) -> dict:
-        return {k: v for k, v in self.as_dict().items() if k not in self.EXECUTION_ONLY}
 
 
 def cpu_sets() -> tuple[str, str] | None:

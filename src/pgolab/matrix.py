@@ -20,7 +20,8 @@ from . import labels as target_labels
 from . import variants as variants_mod
 from .build import BuildRequest, BuildResult, Pipeline
 from .errors import PgolabError
-from .fleet import BenchOptions, BenchTarget
+from .fleet import BenchTarget
+from .measurement import BenchOptions
 from .phases import Reporter
 from .schedule import Progress
 from .sources import SourceTree
@@ -116,8 +117,8 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
         build_request = BuildRequest(tree, variant, request.train, jobs=request.jobs, use_ccache=request.use_ccache)
         result = Pipeline(build_request, reporter).run()
         results.append(result)
-        targets.append(BenchTarget(target_label(tree, result.record.label, series), "variant",
-                                   result.record.installation(), result.record.as_dict()))
+        targets.append(BenchTarget(target_label(tree, result.record.label, series), result.record.kind,
+                                   result.record.installation(), result.record))
         progress.build_finished(i, len(order), result, time.monotonic() - t0)
     built = time.monotonic()
     base = request.base
@@ -126,7 +127,7 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
     run_id = bench.run_bench(store, request.run_name, base, targets + request.binaries, request.options,
                              command, progress.bench_step)
     result = MatrixResult(run_id, results, built - started, time.monotonic() - built)
-    result.timing_log = _log_timing(store.run(run_id)["name"], result)
+    result.timing_log = _log_timing(store.run(run_id).name, result)
     return result
 
 

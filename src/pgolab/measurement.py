@@ -8,12 +8,13 @@ steps run in which order; executors only measure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+from dataclasses import asdict, dataclass, field, fields
 from typing import Protocol
 
+from .errors import PgolabError
 from .suite import Micro
 
-MODES = ("qps", "cost")
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,8 @@ class Figure:
     unit: str
     higher_is_better: bool
     headline: bool = False   # shown in the per-build summary
+    median: bool = False     # the per-build table adds the median of its per-test ratios
+    chart: bool = False      # drawn per group (the rest are in the tables)
 
     def ratio_sign(self) -> int:
         """+1: ratio = variant / base; -1: base / variant."""
@@ -33,9 +36,9 @@ class Figure:
 
 # One table of every figure: the report, the statistics and the store all read it from here.
 FIGURES: tuple[Figure, ...] = (
-    Figure("qps", "qps", "rQPS", "queries/s", True, headline=True),
-    Figure("cpu_us", "qps", "rCPU", "server CPU µs/query", False, headline=True),
-    Figure("cycles", "cost", "rCost", "estimated cycles/query", False, headline=True),
+    Figure("qps", "qps", "rQPS", "queries/s", True, headline=True, median=True, chart=True),
+    Figure("cpu_us", "qps", "rCPU", "server CPU µs/query", False, headline=True, chart=True),
+    Figure("cycles", "cost", "rCost", "estimated cycles/query", False, headline=True, median=True, chart=True),
     Figure("instructions", "cost", "rInstr", "instructions/query", False, headline=True),
     Figure("i1_misses", "cost", "rI1", "I1 misses/query", False, headline=True),
     Figure("d1_misses", "cost", "rD1", "D1 misses/query", False),
@@ -43,6 +46,7 @@ FIGURES: tuple[Figure, ...] = (
     Figure("mispredicts", "cost", "rBr", "branch mispredictions/query", False),
 )
 FIGURES_BY_KEY = {f.key: f for f in FIGURES}
+MODES = tuple(dict.fromkeys(f.mode for f in FIGURES))   # each measure's key (measures/ holds the measures)
 
 
 def figures(mode: str) -> list[Figure]:
@@ -50,7 +54,6 @@ def figures(mode: str) -> list[Figure]:
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
-    from .errors import PgolabError
     modes = tuple(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
@@ -89,3 +92,46 @@ class Executor(Protocol):
     def measure(self, micro: Micro, step: Step) -> Sample: ...
     def stop_instance(self) -> None: ...
     def close(self) -> None: ...
+
+
+@dataclass
+class BenchOptions:
+    suite: str = "quick"
+    modes: tuple[str, ...] = ("qps",)
+    slice_seconds: float = 3.0     # one paired QPS slice
+    instances: int = 2             # server starts per microbenchmark (QPS mode)
+    blocks: int = 4                # paired blocks per instance (QPS mode)
+    max_instances: int = 6         # ceiling when target_ci adds instances
+    target_ci: float | None = None
+    pair_budget_s: float | None = 120.0
+    tables: int = 1
+    table_size: int = 100_000
+    threads: int = 1
+    prepared: bool = True
+    warmup_seconds: float = 2.0    # the microbenchmark itself, after every start, unmeasured
+    pin: bool = True               # server and sysbench on disjoint CPUs
+    cost_scale: float = 1.0        # multiplies each microbenchmark's cost-mode event count
+    cost_write_repeats: int = 3    # cost-mode blocks of a test that writes or reads what writes left
+    cost_tolerance: float | None = None   # repeatability of one cost measurement (from the server recipe)
+    # cost-mode servers measured at once (simulated counts do not disturb each other): one per CPU
+    cost_jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    server_options: list[str] = field(default_factory=list)
+
+    # How the run is executed, not what it measures: a resume may change these.
+    EXECUTION_ONLY = ("cost_jobs",)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def identity(self) -> dict:
+        return {k: v for k, v in self.as_dict().items() if k not in self.EXECUTION_ONLY}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "BenchOptions":
+        """As stored with a run: keys an older pgolab did not have take their defaults; keys this one
+        does not know are left out; JSON's lists become the tuples the fields hold."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        if "modes" in values:
+            values["modes"] = tuple(values["modes"])
+        return cls(**values)

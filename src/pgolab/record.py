@@ -1,4 +1,5 @@
-"""The build record (build.json): what a finished build is, read and written in one place.
+"""The build record (build.json): what a finished build is, read and written in one place; and
+what a run stores of each target it measured (a build record, or a binary pgolab did not build).
 
 Bench, matrix, `pgolab builds` and profile-check all find builds through `BuildRecord.find`
 and `BuildRecord.all`; nothing else globs for build.json.
@@ -19,13 +20,27 @@ RECORD_FILE = "build.json"
 RECORD_VERSION = 3
 
 
+@dataclass(frozen=True)
+class SourceInfo:
+    path: str
+    version: str
+    digest: str
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SourceInfo":
+        return cls(str(data.get("path", "")), str(data.get("version", "")), str(data.get("digest", "")))
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
 @dataclass
 class BuildRecord:
     label: str
     variant: str
     description: str
     server: str
-    source: dict                    # path, version, digest
+    source: SourceInfo
     toolchain: dict
     flags: dict                     # per stage ("gen", "final"): added compile/link flags and tools
     server_binary: str
@@ -42,6 +57,26 @@ class BuildRecord:
     bolt: dict | None = None        # BOLT's own statistics, for _bolt variants
     profile_check: dict | None = None
     record_version: int = RECORD_VERSION
+    kind = "variant"      # a run's target that pgolab built
+
+    def __post_init__(self) -> None:
+        if isinstance(self.source, dict):     # as build.json and a run's store hold it
+            self.source = SourceInfo.from_dict(self.source)
+
+    @property
+    def version(self) -> str:
+        """The server version, as the source tree names it."""
+        return self.source.version
+
+    def summary(self) -> str:
+        """One line for a run's targets table: what it is, its training, its profile's overlap."""
+        text = self.description
+        if self.training:
+            text += f"; trained with {self.training}"
+        if self.profile_check:
+            text += (f"; profile overlap with {self.profile_check['benchmark']}: "
+                     f"{self.profile_check['overlap'] * 100:.1f}%")
+        return text
 
     # -- the build's folder --------------------------------------------------
     @property
@@ -50,7 +85,7 @@ class BuildRecord:
 
     @property
     def source_path(self) -> Path:
-        return Path(self.source["path"])
+        return Path(self.source.path)
 
     def installation(self):
         """A runnable installation of this build (what bench and matrix start)."""
@@ -60,6 +95,17 @@ class BuildRecord:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str = "a build record") -> "BuildRecord":
+        """From build.json's content, or a run's stored copy of it; any version up to this one."""
+        version = data.get("record_version", 1)
+        if version > RECORD_VERSION:
+            raise PgolabError(f"{where} is a version-{version} build record; this pgolab reads up to "
+                              f"{RECORD_VERSION}", hint="upgrade pgolab, or rebuild with this one")
+        data = {"label": data.get("variant"), **data}
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
     # -- reading and writing -------------------------------------------------
     def save(self) -> Path:
@@ -74,14 +120,7 @@ class BuildRecord:
         """From a build.json, or a build folder holding one."""
         if path.is_dir():
             path = path / RECORD_FILE
-        data = json.loads(path.read_text())
-        version = data.get("record_version", 1)
-        if version > RECORD_VERSION:
-            raise PgolabError(f"{path} is a version-{version} build record; this pgolab reads up to "
-                              f"{RECORD_VERSION}", hint="upgrade pgolab, or rebuild with this one")
-        data.setdefault("label", data["variant"])
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls.from_dict(json.loads(path.read_text()), str(path))
 
     @classmethod
     def all(cls) -> list["BuildRecord"]:
@@ -100,3 +139,35 @@ class BuildRecord:
             raise PgolabError(f"no finished build of {label!r}{where} in {paths.builds_dir()}",
                               hint=f"build it first: pgolab build SOURCE --variant {label}")
         return matches[-1]
+
+
+@dataclass(frozen=True)
+class BinaryInfo:
+    """A server binary a run measured that pgolab did not build (--binary NAME=PATH)."""
+    path: str
+    version: str            # what `BINARY --version` said
+    description: str
+    kind = "binary"
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "BinaryInfo":
+        return cls(str(data.get("path", "")), str(data.get("version", "")), str(data.get("description", "")))
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def summary(self) -> str:
+        return self.description or self.version
+
+
+TargetDescription = BuildRecord | BinaryInfo
+DESCRIPTIONS = {cls.kind: cls for cls in (BuildRecord, BinaryInfo)}
+
+
+def load_description(kind: str, data: dict) -> TargetDescription:
+    """A run's stored description of one target, by the target's kind."""
+    if kind not in DESCRIPTIONS:
+        raise PgolabError(f"a stored target of kind {kind!r}: this pgolab knows {', '.join(DESCRIPTIONS)}",
+                          hint="upgrade pgolab to read this store")
+    return DESCRIPTIONS[kind].from_dict(data)
+

@@ -64,7 +64,8 @@ class Runner:
     def run(self, argv: Sequence[str | os.PathLike], *, cwd: Path | None = None,
             env: Mapping[str, str] | None = None, check: bool = True,
             what: str | None = None, timeout: float | None = None,
-            user: str | None = None) -> CommandResult:
+            user: str | None = None, log_output: bool = True) -> CommandResult:
+        """log_output=False keeps a long answer (a symbol table) out of the log: its line count is noted."""
         argv = [str(a) for a in argv]
         env_changes = {**self.extra_env, **(env or {})}
         full_env = {**os.environ, **env_changes}
@@ -87,7 +88,8 @@ class Runner:
             with open(self.log_path, "a", buffering=1) as log:
                 assert proc.stdout is not None
                 for line in proc.stdout:
-                    log.write(line)
+                    if log_output:
+                        log.write(line)
                     chunks.append(line)
                     if self.on_line:
                         self.on_line(line.rstrip("\n"))
@@ -102,6 +104,8 @@ class Runner:
             self._header("### interrupted\n")
             raise
         seconds = time.monotonic() - started
+        if not log_output:
+            self._header(f"### ({len(chunks)} lines of output, not logged)\n")
         self._header(f"### exit {returncode} after {seconds:.1f}s\n")
         result = CommandResult(argv, returncode, "".join(chunks), seconds)
         if check and returncode != 0:

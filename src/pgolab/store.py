@@ -17,7 +17,9 @@ from pathlib import Path
 
 from . import paths
 from .errors import PgolabError
-from .measurement import Sample, Step
+from .host import Host
+from .measurement import BenchOptions, Sample, Step
+from .record import TargetDescription, load_description
 
 STORE_VERSION = 2
 
@@ -87,6 +89,42 @@ class StoredSample:
     detail: dict
 
 
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as stored: what it measured, on which machine, and how far it got."""
+    id: int
+    name: str
+    created: str
+    server: str
+    base: str
+    suite: str
+    options: BenchOptions
+    host: Host
+    identity: dict          # compared key by key on a resume, never read field by field
+    commands: list[str]
+    status: str             # running | interrupted | finished | failed
+
+    @classmethod
+    def of_row(cls, row: sqlite3.Row) -> "StoredRun":
+        return cls(row["id"], row["name"], row["created"], row["server"], row["base"], row["suite"],
+                   BenchOptions.from_dict(json.loads(row["options"])), Host.from_dict(json.loads(row["host"])),
+                   json.loads(row["identity"]), json.loads(row["commands"]), row["status"])
+
+
+@dataclass(frozen=True)
+class StoredTarget:
+    label: str
+    kind: str               # variant | binary
+    server_binary: str
+    binary_digest: str
+    description: TargetDescription
+
+    @classmethod
+    def of_row(cls, row: sqlite3.Row) -> "StoredTarget":
+        return cls(row["label"], row["kind"], row["server_binary"], row["binary_digest"] or "",
+                   load_description(row["kind"], json.loads(row["description"])))
+
+
 def identity_difference(stored: dict, current: dict) -> list[str]:
     """The keys (dotted) whose values differ between two run identities."""
     out = []
@@ -149,8 +187,8 @@ class Store:
         self.db.close()
 
     # -- runs ---------------------------------------------------------------
-    def create_or_resume_run(self, name: str, *, server: str, base: str, suite: str, options: dict,
-                             host: dict, identity: dict, command: str) -> tuple[int, bool]:
+    def create_or_resume_run(self, name: str, *, server: str, base: str, suite: str, options: BenchOptions,
+                             host: Host, identity: dict, command: str) -> tuple[int, bool]:
         """The run's id and whether it already existed (a resume, only of the same experiment)."""
         identity = json.loads(json.dumps(identity))   # compared as stored: tuples become lists
         row = self.db.execute("SELECT id, identity, commands FROM runs WHERE name = ?", (name,)).fetchone()
@@ -175,11 +213,15 @@ class Store:
             cur = self.db.execute(
                 "INSERT INTO runs (name, created, server, base, suite, options, host, identity, commands, status) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running')",
-                (name, time.strftime("%Y-%m-%dT%H:%M:%S"), server, base, suite, json.dumps(options),
-                 json.dumps(host), json.dumps(identity), json.dumps([command])))
+                (name, time.strftime("%Y-%m-%dT%H:%M:%S"), server, base, suite, json.dumps(options.as_dict()),
+                 json.dumps(host.as_dict()), json.dumps(identity), json.dumps([command])))
         return cur.lastrowid, False
 
-    def run(self, name_or_id: str | int | None = None) -> sqlite3.Row | None:
+    def run(self, name_or_id: str | int | None = None) -> StoredRun | None:
+        row = self._run_row(name_or_id)
+        return StoredRun.of_row(row) if row else None
+
+    def _run_row(self, name_or_id: str | int | None) -> sqlite3.Row | None:
         if name_or_id is None:
             return self.db.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
         if isinstance(name_or_id, int) or str(name_or_id).isdigit():
@@ -188,8 +230,8 @@ class Store:
                 return row
         return self.db.execute("SELECT * FROM runs WHERE name = ?", (str(name_or_id),)).fetchone()
 
-    def runs(self) -> list[sqlite3.Row]:
-        return self.db.execute("SELECT * FROM runs ORDER BY id").fetchall()
+    def runs(self) -> list[StoredRun]:
+        return [StoredRun.of_row(r) for r in self.db.execute("SELECT * FROM runs ORDER BY id")]
 
     def set_status(self, run_id: int, status: str) -> None:
         with self.db:
@@ -197,14 +239,15 @@ class Store:
 
     # -- targets --------------------------------------------------------------
     def add_target(self, run_id: int, label: str, kind: str, server_binary: str, binary_digest: str,
-                   description: dict) -> None:
+                   description: TargetDescription) -> None:
         with self.db:
             self.db.execute("INSERT OR REPLACE INTO targets (run_id, label, kind, server_binary, binary_digest, "
                             "description) VALUES (?, ?, ?, ?, ?, ?)",
-                            (run_id, label, kind, server_binary, binary_digest, json.dumps(description)))
+                            (run_id, label, kind, server_binary, binary_digest, json.dumps(description.as_dict())))
 
-    def targets(self, run_id: int) -> list[sqlite3.Row]:
-        return self.db.execute("SELECT * FROM targets WHERE run_id = ? ORDER BY rowid", (run_id,)).fetchall()
+    def targets(self, run_id: int) -> list[StoredTarget]:
+        return [StoredTarget.of_row(r)
+                for r in self.db.execute("SELECT * FROM targets WHERE run_id = ? ORDER BY rowid", (run_id,))]
 
     # -- samples ------------------------------------------------------------
     def has(self, run_id: int, step: Step) -> bool:

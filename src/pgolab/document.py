@@ -1,0 +1,46 @@
+"""A report as data: its tables, charts, facts and notes. Every table is defined once (report/tables.py,
+or a measure's own); render.py and charts.py only format what they are given."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import stats
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    title: str
+
+
+@dataclass
+class Table:
+    key: str
+    title: str
+    columns: list[Column]
+    rows: list[dict]          # column key -> str | int | float | stats.Estimate | None
+    note: str = ""
+
+
+@dataclass
+class Chart:
+    """One group's estimates of one figure, per microbenchmark and build."""
+    key: str
+    title: str
+    figure: str
+    micros: list[str]
+    series: dict[str, list[stats.Estimate | None]]
+
+
+@dataclass
+class Report:
+    title: str
+    facts: list[str]
+    tables: list[Table]
+    notes: list[tuple[str, str]]
+    charts: list[Chart] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+
+    def table(self, key: str) -> Table:
+        return next(t for t in self.tables if t.key == key)

@@ -1,0 +1,63 @@
+"""What a measure is: one object per way of measuring (QPS slices, callgrind cost).
+
+A measure owns everything that differs between measures: its figures (from the one figure table),
+how the scheduler plans it, its executor, what a resumed run must match beyond the options, the
+repeatability bound its estimator adds, and what the report says of it (noise, extra tables,
+notes). bench, report and the CLI ask the measure; none of them names one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..measurement import BenchOptions, Executor, Figure, figures
+from ..document import Column, Table
+from ..schedule import Plan
+
+if TYPE_CHECKING:
+    from ..report.analysis import Analysis
+    from ..store import StoredSample
+
+
+class Measure:
+    key: str = ""          # the mode name a user types and the store keeps (--measure qps,cost)
+    title: str = ""        # how the report names it
+
+    @property
+    def figures(self) -> list[Figure]:
+        return figures(self.key)
+
+    def plan(self, options: BenchOptions) -> Plan:
+        raise NotImplementedError
+
+    def executor(self, fleet, options: BenchOptions, labels: list[str]) -> Executor:
+        raise NotImplementedError
+
+    def identity(self) -> dict:
+        """What a resumed run must match beyond the options (a cost method, say)."""
+        return {}
+
+    def tolerance(self, options: BenchOptions) -> float | None:
+        """A repeatability bound the estimator adds to every interval (None: the repeats say it all)."""
+        return None
+
+    def noise_lines(self, a: "Analysis", options: BenchOptions) -> list[str]:
+        return []
+
+    def comparisons_caveat(self, options: BenchOptions) -> str:
+        """What the multiple-comparisons note must add about this measure's intervals."""
+        return ""
+
+    def tables(self, a: "Analysis") -> list[Table]:
+        return []
+
+    def notes(self, a: "Analysis") -> list[tuple[str, str]]:
+        return []
+
+    # The targets table's column naming how each target was measured ("cost counted by").
+    method_column: Column | None = None
+
+    def methods(self, samples: list["StoredSample"]) -> dict[str, str]:
+        return {}
+
+

@@ -1,0 +1,237 @@
+"""Cost mode: per-query instructions, simulated cache misses and branch mispredictions.
+
+Each server runs under valgrind's callgrind with cache and branch simulation, with a fixed cache
+geometry so that figures compare across hosts (callgrind.py). Only statement execution is counted:
+collection is toggled on inside the server's command function (MariaDB/MySQL `dispatch_command`,
+else `do_command`; PostgreSQL's `PostgresMain`), so background threads and connection start-up add
+nothing. Every target of a run counts the same function: the first candidate that every binary has
+and that a probe query shows being entered (clang's LTO+PGO build of MariaDB inlines
+`dispatch_command` into `do_command`, leaving an exported copy nothing calls). With none, the run
+counts everything between zeroing and dumping the counters around the measured run (method
+"window"); the method is recorded with every sample. How a run's counts are found, in one process
+or in the backends it forked, is counting.py's.
+
+The numbers are deterministic for a binary and its inputs (measured here: repeats agree within
+0.1 % on instructions and I1 misses), so one instance and one block per microbenchmark suffice, and
+servers stay up across microbenchmarks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import stats
+from ..errors import PgolabError
+from ..fleet import sysbench_argv
+from ..measurement import BenchOptions, FIGURES, Sample, Step
+from ..paths import chown_tree
+from ..document import Column, Table
+from ..runner import format_command
+from ..schedule import Plan
+from ..suite import Micro
+from .base import Measure
+from .callgrind import CACHE_GEOMETRY, CYCLE_FORMULA, Counts, function_names, valgrind_wrapper
+from .counting import Counted, counting_for
+
+if TYPE_CHECKING:
+    from ..report.analysis import Analysis
+    from ..store import StoredSample
+    from ..targets.base import CostEntry
+
+# A cost figure measured once carries its server recipe's repeatability bound, stored with the run
+# (bench options); a run stored without one gets MariaDB's.
+DEFAULT_TOLERANCE = 0.005
+
+
+def method_name(entry_points: tuple[str, ...] | None, window_method: str) -> str:
+    return "toggle-collect on " + ", ".join(entry_points) if entry_points else window_method
+
+
+def require_counts(counts: Counts, label: str, micro: str, method: str, files: list[Path]) -> None:
+    if counts.get("Ir") <= 0:
+        raise PgolabError(
+            f"cost of {micro} on {label}: callgrind counted no instructions ({method})",
+            detail="files: " + (", ".join(str(f) for f in files) or "none appeared"),
+            hint="the server never entered the counted function: check the binary has its symbols "
+                 "(nm -C -D), or that sysbench ran; stored samples are kept, run the same command to resume")
+
+
+def sample_from_counts(step: Step, counted: Counted, method: str, argv: list[str]) -> Sample:
+    return Sample(step, counted.counts.per_query(counted.queries), counted.seconds,
+                  detail={"method": method, "queries": counted.queries, "events": counted.counts.events},
+                  command=format_command(argv, None, {}), output=counted.output)
+
+
+def micro_events(micro: Micro, scale: float) -> tuple[int, int]:
+    """Measured and warm-up events of a microbenchmark in cost mode."""
+    events = max(int(round(micro.cost_events * scale)), 2)
+    return events, max(events // 4, 2)
+
+
+def entry_candidates(entry_points: dict[str, tuple["CostEntry", ...]],
+                     names: dict[str, set[str]]) -> list[dict[str, "CostEntry"]]:
+    """One method for every target, or their counts would not compare: rank by rank of each
+    recipe's entry points, a candidate only if every binary has exactly one function it names."""
+    candidates = []
+    for rank in range(max(len(points) for points in entry_points.values())):
+        chosen = {label: points[min(rank, len(points) - 1)] for label, points in entry_points.items()}
+        if all(len(entry.matches(names[label])) == 1 for label, entry in chosen.items()):
+            candidates.append(chosen)
+    return candidates
+
+
+class CostExecutor:
+    """Measures steps under callgrind; servers stay up across microbenchmarks. Counts are simulated,
+    so several servers may be measured at once (options.cost_jobs): each uses its own core."""
+    mode = "cost"
+
+    def __init__(self, fleet, options: BenchOptions, labels: list[str]):
+        self.fleet, self.options, self.labels = fleet, options, labels
+        self.concurrency = max(1, options.cost_jobs)
+        insts = {label: fleet.targets[label].installation for label in labels}
+        symbols = fleet.runner("symbols")
+        names = {label: function_names(i.server_binary, symbols) for label, i in insts.items()}
+        # Kept only if every server enters it (probed at the first start); with none left the whole
+        # run uses the window method.
+        self.candidates = entry_candidates({label: i.cost_entry_points for label, i in insts.items()}, names)
+        self.probed = False
+        self.entry_points: dict[str, tuple[str, ...] | None] = {}
+        self._use_candidate()
+        self.counting = {label: counting_for(i.forks_backends) for label, i in insts.items()}
+        self.out_dirs: dict[str, Path] = {}
+        for label, inst in insts.items():
+            out = fleet.workdir / "callgrind" / label
+            out.mkdir(parents=True, exist_ok=True)
+            if inst.run_as:
+                chown_tree(out, inst.run_as)
+            self.out_dirs[label] = out
+
+    def _use_candidate(self) -> None:
+        """The next candidate entry for every target, or the window method when none is left."""
+        chosen = self.candidates.pop(0) if self.candidates else {}
+        self.entry_points = {label: ((chosen[label].toggle,) if label in chosen else None) for label in self.labels}
+
+    def method(self, label: str) -> str:
+        return method_name(self.entry_points[label], self.counting[label].window_method())
+
+    def start_instance(self, micro: Micro, instance: int) -> None:
+        self._start_servers()
+        while not self.probed:
+            not_entered = self._labels_not_entering_toggle()
+            if not not_entered:
+                self.probed = True
+                break
+            self.fleet.runner("callgrind").note(
+                f"cost: {', '.join(not_entered)} never entered {self.method(not_entered[0])}; next candidate")
+            self.fleet.stop()
+            self._use_candidate()
+            self._start_servers()
+
+    def _labels_not_entering_toggle(self) -> list[str]:
+        """A probe query on each server with a toggle that can be probed: did callgrind count anything?"""
+        return [label for label in self.labels
+                if self.entry_points[label] is not None and self.counting[label].can_probe
+                and not self.counting[label].entered(self.fleet.servers[label], self.out_dirs[label])]
+
+    def _start_servers(self) -> None:
+        for label in self.labels:
+            server = self.fleet.servers.get(label)
+            if server is None or server.proc is None or server.proc.poll() is not None:
+                inst = self.fleet.targets[label].installation
+                server = self.fleet.start(label, self.mode,
+                                          valgrind_wrapper(self.out_dirs[label], self.entry_points[label]),
+                                          inst.valgrind_options(), timeout=900)
+                self.counting[label].started(server)
+
+    def measure(self, micro: Micro, step: Step) -> Sample:
+        server = self.fleet.servers[step.label]
+        events, warmup = micro_events(micro, self.options.cost_scale)
+        warm_argv = sysbench_argv(micro, server, self.options, events=warmup, seed=step.block)
+        argv = sysbench_argv(micro, server, self.options, events=events, seed=step.block)
+        counted = self.counting[step.label].count(server, self.out_dirs[step.label], warm_argv, argv,
+                                                  f"sysbench {step.micro} (cost)")
+        method = self.method(step.label)
+        require_counts(counted.counts, step.label, step.micro, method, counted.files)
+        server.check_alive()
+        server.runner.note(f"cost of {step.micro}: {counted.counts.describe()} over {counted.queries} queries "
+                           f"({', '.join(f.name for f in counted.files)})")
+        return sample_from_counts(step, counted, method, argv)
+
+    def stop_instance(self) -> None:
+        pass   # deterministic figures: one server life serves every microbenchmark
+
+    def close(self) -> None:
+        self.fleet.stop()
+
+
+class CostMeasure(Measure):
+    key = "cost"
+    title = "cost"
+    method_column = Column("cost_method", "cost counted by")
+
+    def plan(self, options: BenchOptions) -> Plan:
+        # Read-only statements cost the same every time (MariaDB: repeats within 0.1 %): one
+        # measurement. Writes, and reads of what they left, depend on how background threads
+        # (InnoDB purge, autovacuum) interleaved: two servers of one binary differed by up to 8 %
+        # (MariaDB update-index) and 14 % (PostgreSQL point-2): repeats, and an interval from them.
+        return Plan(instances=1, blocks=1, max_instances=1, detect_outliers=False,
+                    write_blocks=options.cost_write_repeats)
+
+    def executor(self, fleet, options: BenchOptions, labels: list[str]) -> CostExecutor:
+        return CostExecutor(fleet, options, labels)
+
+    def identity(self) -> dict:
+        return {"cost_method": {"cache_geometry": CACHE_GEOMETRY, "cycles": CYCLE_FORMULA}}
+
+    def tolerance(self, options: BenchOptions) -> float:
+        return options.cost_tolerance or DEFAULT_TOLERANCE
+
+    def noise_lines(self, a: "Analysis", options: BenchOptions) -> list[str]:
+        # One instance per test: its repeats are the base's samples of that instance.
+        cost = [stats.cv(v) for v in a.base_by_instance.get("instructions", {}).values() if len(v) > 1]
+        if not cost:
+            return []
+        return [f"Cost: repeated measurements of the base's instructions per query vary with a CV of "
+                f"{np.median(cost) * 100:.2f}% (median; max {max(cost) * 100:.2f}%)."]
+
+    def comparisons_caveat(self, options: BenchOptions) -> str:
+        return (f"Cost intervals rest on a ±{self.tolerance(options) * 100:.1f}% repeatability bound plus the "
+                "repeats' own variance: on tests that write, or read what writes left, two servers' states can "
+                "differ by more than that bound.")
+
+    def tables(self, a: "Analysis") -> list[Table]:
+        figs = [f for f in FIGURES if f.mode == self.key]
+        if not any(k[0] == "instructions" for k in a.absolute):
+            return []
+        columns = [Column("group", "group"), Column("micro", "microbenchmark"), Column("target", "target")]
+        columns += [Column(f.key, f.unit) for f in figs]
+        rows = []
+        for micro in a.micros:
+            for label in [a.base, *a.labels]:
+                if ("instructions", micro, label) not in a.absolute:
+                    continue
+                row = {"group": a.group_of[micro], "micro": micro.split("/", 1)[1], "target": label}
+                row |= {f.key: round(a.absolute.get((f.key, micro, label), float("nan")), 1) for f in figs}
+                rows.append(row)
+        return [Table("cost", "Cost per query (callgrind)", columns, rows, note=CYCLE_FORMULA)]
+
+    def notes(self, a: "Analysis") -> list[tuple[str, str]]:
+        if not any(k[0] == "instructions" for k in a.absolute):
+            return []
+        return [("Cost mode", f"Server under valgrind callgrind with cache and branch simulation "
+                              f"({' '.join(CACHE_GEOMETRY)}), a fixed number of events per microbenchmark "
+                              f"after a warm-up of a quarter as many; {CYCLE_FORMULA}. rCost is base/variant "
+                              f"of estimated cycles per query.")]
+
+    def methods(self, samples: list["StoredSample"]) -> dict[str, str]:
+        methods: dict[str, str] = {}
+        for s in samples:
+            if s.step.mode == self.key:
+                methods.setdefault(s.step.label, s.detail.get("method", ""))
+        return methods
+
+
+COST = CostMeasure()

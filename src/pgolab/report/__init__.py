@@ -1,0 +1,61 @@
+"""The report of a stored run as one typed model (model.py); render.py writes it out.
+
+analysis.py estimates, tables.py defines every table once, notes.py writes the prose; a measure
+adds its own tables and notes. Ratios read the same way everywhere: > 1 means the variant is
+better (faster, or fewer CPU seconds, instructions or misses per query).
+"""
+
+from __future__ import annotations
+
+from ..errors import PgolabError
+from ..measures import MEASURES
+from ..store import Store
+from .analysis import Analysis, analyse, series_pairs, tolerances_of
+from ..document import Chart, Column, Report, Table
+from .notes import METHOD_NOTE, multiple_comparisons_note, noise_note
+from .tables import (axes_table, axis_summary_table, bolt_summary, build_cost_table, builds_list_table,
+                     builds_table, charts, excluded_table, groups_table, micro_table, modes_table, series_table,
+                     targets_table)
+
+
+def compute(store: Store, run_ref: str | int | None, base: str | None = None) -> Report:
+    """The report of a stored run; `base` re-reads it against another of its targets (every target
+    ran in every block, so any two pair as the run's base and a build do)."""
+    run = store.run(run_ref)
+    if run is None:
+        raise PgolabError(f"no stored run {run_ref!r}" if run_ref else "the store holds no run yet",
+                          hint=f"`pgolab report --list` shows stored runs (store: {store.path})")
+    targets = store.targets(run.id)
+    labels = [t.label for t in targets]
+    base = base or run.base
+    if base not in labels:
+        raise PgolabError(f"run {run.name!r} has no target {base!r}",
+                          hint=f"its targets: {', '.join(labels)}")
+    measures = list(MEASURES.values())
+    a = analyse(store, run.id, base, labels, tolerances_of(measures, run.options))
+    samples = store.samples(run.id)
+    tables = [builds_table(a)]
+    tables += [t for t in (series_table(a), groups_table(a), axis_summary_table(a), axes_table(a), modes_table(a))
+               if t]
+    micro = micro_table(a)
+    tables.append(micro)
+    tables += [t for m in measures for t in m.tables(a)]
+    build_cost = build_cost_table(targets, base)
+    if build_cost:
+        tables.append(build_cost)
+    method_columns = [m.method_column for m in measures if m.method_column]
+    methods = {m.method_column.key: m.methods(samples) for m in measures if m.method_column}
+    tables += [excluded_table(a), targets_table(targets, methods, method_columns)]
+    measured = [m for m in measures if any(s.step.mode == m.key for s in samples)]
+    based = base if base == run.base else f"{base} (the run's own base: {run.base})"
+    facts = [f"server {run.server}; base {based}; suite {run.suite}; measured {', '.join(run.options.modes)}; "
+             f"{len(samples)} samples; status {run.status}",
+             f"host: {run.host.describe()}"]
+    notes = [("Method", METHOD_NOTE), ("Noise", noise_note(a, run.options, measures)),
+             ("Multiple comparisons", multiple_comparisons_note(micro, run.options, measured))]
+    notes += [n for m in measures for n in m.notes(a)]
+    return Report(f"pgolab run {run.name}", facts, tables, notes, charts(a), run.commands)
+
+
+__all__ = ["Analysis", "Chart", "Column", "Report", "Table", "analyse", "bolt_summary", "builds_list_table",
+           "compute", "series_pairs"]

@@ -1,0 +1,42 @@
+"""The report's prose: how the figures were estimated, what the noise was, and how many verdicts
+one table holds. Each measure says its own part of the noise and of the caveats."""
+
+from __future__ import annotations
+
+from .. import stats
+from ..measurement import BenchOptions
+from ..measures import Measure
+from .analysis import Analysis
+from ..document import Table
+
+
+def noise_note(a: Analysis, options: BenchOptions, measures: list[Measure]) -> str:
+    parts = [line for m in measures for line in m.noise_lines(a, options)]
+    return " ".join(parts) or "No repeated measurement: nothing can be said about noise."
+
+
+def multiple_comparisons_note(micro: Table, options: BenchOptions, measures: list[Measure]) -> str:
+    """Counts the verdicts of the per-microbenchmark table, each measure's apart."""
+    parts, caveats = [], []
+    for m in measures:
+        columns = [f"{f.key}_verdict" for f in m.figures]
+        verdicts = [r.get(c) for r in micro.rows for c in columns if r.get(c)]
+        if verdicts:
+            decided = sum(1 for v in verdicts if v in ("faster", "slower"))
+            parts.append(f"{len(verdicts)} {m.title}-mode verdicts, {decided} of them 'faster' or 'slower' (about "
+                         f"{stats.expected_false_verdicts(len(verdicts)):.1f} by chance if no build differed)")
+            caveats.append(m.comparisons_caveat(options))
+    if not parts:
+        return "No per-microbenchmark verdicts."
+    return " ".join(["At 95% confidence the per-microbenchmark table holds " + "; ".join(parts) + ". Read single "
+                     "rows with that in mind, and the per-build and per-group rows first.", *filter(None, caveats)])
+
+
+METHOD_NOTE = (
+    "Per microbenchmark: the geometric mean of paired ratios (each block runs every target back to back). "
+    "Its 95% interval combines block-to-block variation (its own) and instance-to-instance variation "
+    "(pooled over the suite), with Satterthwaite degrees of freedom. Per build and per group: the geometric "
+    "mean over microbenchmarks, with the pooled variation and its degrees of freedom. Verdicts: 'faster' or "
+    "'slower' when the 95% interval excludes 1.0; 'same' when the 90% interval lies within ±2% (two one-sided "
+    "tests); 'inconclusive' otherwise. Outliers (robust z-score of a paired log ratio, against its instance's "
+    "median, over a MAD never below the run's, above 6) are excluded, listed, and measured again.")

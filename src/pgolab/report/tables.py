@@ -1,0 +1,268 @@
+"""Every table of a run's report, defined once: its columns and rows, from the analysis (and, for
+the targets and build cost, from the stored targets). A measure's own tables are the measure's."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import labels as target_labels, stats
+from ..measurement import Figure
+from ..record import BuildRecord
+from ..store import StoredTarget
+from .analysis import Analysis
+from ..document import Chart, Column, Table
+
+
+def builds_table(a: Analysis) -> Table:
+    """Per build, over the whole suite: the geometric mean of every headline ratio."""
+    figs = a.headline()
+    columns = [Column("build", "build")]
+    for f in figs:
+        columns += [Column(f.key, f"{f.ratio_name} [95% CI]"), Column(f"{f.key}_verdict", "verdict")]
+        if f.median:
+            columns.append(Column(f"{f.key}_median", f"median {f.ratio_name}"))
+    rows = []
+    for label in a.labels:
+        row = {"build": label}
+        for f in figs:
+            suite = a.suites.get((f.key, label))
+            e = suite.summary() if suite else None
+            row[f.key], row[f"{f.key}_verdict"] = e, e.verdict() if e else None
+            if f.median:
+                row[f"{f.key}_median"] = (float(np.median([suite.micro(k).value for k in suite.micros]))
+                                          if suite else None)
+        rows.append(row)
+    return Table("builds", "Per build (geometric mean over the suite)", columns, rows,
+                 note="A ratio above 1 means the build is better than the base (more queries per second; fewer CPU "
+                      "seconds, estimated cycles, instructions or I1 misses per query).")
+
+
+def groups_table(a: Analysis) -> Table:
+    columns = [Column("group", "group"), Column("build", "build"), Column("figure", "figure"),
+               Column("min", "min"), Column("max", "max"), Column("geomean", "geomean [95% CI]"),
+               Column("median", "median"), Column("verdict", "verdict")]
+    rows = []
+    for group in a.groups():
+        keys = a.micros_of(group)
+        for label in a.labels:
+            for f in a.present():
+                if not f.headline or (f.key, label) not in a.suites:
+                    continue
+                suite = a.suites[(f.key, label)]
+                present = [k for k in keys if k in suite.micros]
+                if not present:
+                    continue
+                shape = stats.group_summary([suite.micro(k).value for k in present])
+                e = suite.summary(present)
+                rows.append({"group": group, "build": label, "figure": f.ratio_name, "min": shape["min"],
+                             "max": shape["max"], "geomean": e, "median": shape["median"], "verdict": e.verdict()})
+    return Table("groups", "Per group", columns, rows,
+                 note="min, max and median of the group's per-microbenchmark ratios; the geometric mean "
+                      "with its interval.")
+
+
+def modes_table(a: Analysis) -> Table | None:
+    """Per group and build, the wall-clock and the cost figures side by side (geometric means), so
+    that what callgrind counts can be read against what the clock saw. Only for runs with both."""
+    figs = a.headline()
+    if len({f.mode for f in figs}) < 2:
+        return None
+    columns = [Column("group", "group"), Column("build", "build")] + [Column(f.key, f.ratio_name) for f in figs]
+    rows = []
+    for group in a.groups():
+        for label in a.labels:
+            row = {"group": group, "build": label}
+            for f in figs:
+                suite = a.suites.get((f.key, label))
+                present = [k for k in a.micros_of(group) if suite and k in suite.micros]
+                row[f.key] = suite.summary(present) if present else None
+            rows.append(row)
+    return Table("modes", "Per group: wall clock and cost side by side", columns, rows,
+                 note="Geometric means over the group's microbenchmarks with 95% intervals; the per-group table "
+                      "gives each one's min, max, median and verdict.")
+
+
+def ratio_columns(figs: list[Figure]) -> list[Column]:
+    return [c for f in figs
+            for c in (Column(f.key, f"{f.ratio_name} [95% CI]"), Column(f"{f.key}_verdict", "verdict"))]
+
+
+def pair_cells(a: Analysis, figs: list[Figure], reference: str, label: str) -> dict:
+    """Each figure's suite ratio of `label` against `reference` (a pair the analysis holds), and its verdict."""
+    cells = {}
+    for f in figs:
+        suite = a.pairs.get((f.key, reference, label))
+        e = suite.summary() if suite else None
+        cells[f.key], cells[f"{f.key}_verdict"] = e, e.verdict() if e else None
+    return cells
+
+
+def series_table(a: Analysis) -> Table | None:
+    """A version series: is a later tree slower at equal optimization? Each later tree's build
+    against the first tree's build of the same variant, per headline figure, from the same paired
+    blocks as every other ratio. The per-build table says how far optimization takes each tree
+    from the base."""
+    pairs = sorted(a.series, key=lambda p: a.labels.index(p[1]))
+    if not pairs:
+        return None
+    figs = a.headline()
+    columns = [Column("variant", "variant"), Column("tree", "tree"), Column("against", "against")] + ratio_columns(figs)
+    rows = []
+    for ref, label in pairs:
+        tree, own = target_labels.split(label)
+        rows.append({"variant": own, "tree": tree, "against": target_labels.split(ref)[0],
+                     **pair_cells(a, figs, ref, label)})
+    return Table("series", "Version series: each tree against the first, at equal optimization", columns, rows,
+                 note="Geometric mean over the suite; above 1 the later tree is better at the same variant. How "
+                      "much of a gap optimization closes: the per-build table, which reads every build of every "
+                      f"tree against the base, {a.base}.")
+
+
+def axes_table(a: Analysis) -> Table | None:
+    """What each axis of the variant grammar buys: every build against its twin without that axis
+    alone (rel_lto against rel, rel_pgo_use_bolt against rel_pgo_use, ...), from the same paired
+    blocks as every other ratio."""
+    if not a.axes:
+        return None
+    figs = a.headline()
+    columns = [Column("axis", "axis"), Column("build", "build"), Column("against", "against")] + ratio_columns(figs)
+    rows = [{"axis": p.axis, "build": p.with_, "against": p.without, **pair_cells(a, figs, p.without, p.with_)}
+            for p in a.axes]
+    return Table("axes", "Per axis: each build against its twin without that axis", columns, rows,
+                 note="Geometric mean over the suite; above 1 the axis helps. The summary gives each axis's "
+                      "spread over its pairs.")
+
+
+def axis_summary_table(a: Analysis) -> Table | None:
+    """Per axis and headline figure: over its pairs, the geometric mean of their suite ratios, the
+    least and the greatest. A description of the pairs, not an estimate with an interval: they share
+    builds and blocks."""
+    if not a.axes:
+        return None
+    figs = a.headline()
+    columns = [Column("axis", "axis"), Column("figure", "figure"), Column("pairs", "pairs"),
+               Column("geomean", "geomean of the pairs"), Column("min", "min"), Column("max", "max"),
+               Column("least", "least (build)"), Column("greatest", "greatest (build)")]
+    rows = []
+    for axis in dict.fromkeys(p.axis for p in a.axes):
+        for f in figs:
+            values = {p.with_: a.pairs[(f.key, p.without, p.with_)].summary().value for p in a.axes
+                      if p.axis == axis and (f.key, p.without, p.with_) in a.pairs}
+            if not values:
+                continue
+            shape = stats.group_summary(list(values.values()))
+            rows.append({"axis": axis, "figure": f.ratio_name, "pairs": len(values), "geomean": shape["avg"],
+                         "min": shape["min"], "max": shape["max"],
+                         "least": min(values, key=values.get), "greatest": max(values, key=values.get)})
+    return Table("axis_summary", "Per axis, over its pairs", columns, rows,
+                 note="The pairs share builds and blocks: read min and max as the spread of what the axis "
+                      "did, and each pair's interval in the per-axis table.")
+
+
+def micro_table(a: Analysis) -> Table:
+    figs = a.headline()
+    columns = [Column("group", "group"), Column("micro", "microbenchmark"), Column("build", "build"),
+               *ratio_columns(figs), Column("pairs", "pairs")]
+    rows = []
+    for micro in a.micros:
+        for label in a.labels:
+            row = {"group": a.group_of[micro], "micro": micro.split("/", 1)[1], "build": label}
+            pairs = 0
+            for f in figs:
+                suite = a.suites.get((f.key, label))
+                e = suite.micro(micro) if suite and micro in suite.micros else None
+                row[f.key], row[f"{f.key}_verdict"] = e, e.verdict() if e else None
+                pairs = max(pairs, e.n if e else 0)
+            row["pairs"] = pairs
+            rows.append(row)
+    return Table("micro", "Per microbenchmark", columns, rows)
+
+
+def excluded_table(a: Analysis) -> Table:
+    rows = [{"mode": m, "micro": k, "instance": i, "block": b, "reason": r}
+            for (m, k, i, b), r in sorted(a.excluded.items())]
+    return Table("excluded", "Outliers: excluded and re-measured blocks",
+                 [Column("mode", "mode"), Column("micro", "microbenchmark"), Column("instance", "instance"),
+                  Column("block", "block"), Column("reason", "why")], rows,
+                 note="none" if not rows else "each was measured again on the same servers")
+
+
+def targets_table(targets: list[StoredTarget], methods: dict[str, dict[str, str]],
+                  method_columns: list[Column]) -> Table:
+    """methods: per method column key, each target's method (a measure's own, e.g. cost's counted function)."""
+    rows = []
+    for t in targets:
+        rows.append({"label": t.label, "kind": t.kind, "binary": t.server_binary, "sha256": t.binary_digest[:12],
+                     "description": t.description.summary(),
+                     **{c.key: methods.get(c.key, {}).get(t.label, "") for c in method_columns}})
+    return Table("targets", "Targets", [Column("label", "label"), Column("kind", "kind"),
+                                        Column("binary", "server binary"), Column("sha256", "sha256"),
+                                        Column("description", "what"), *method_columns], rows)
+
+
+def bolt_summary(bolt: dict | None) -> str:
+    """BOLT's own statistics of a build record's `bolt` phases, in one cell ('' without BOLT)."""
+    s = (bolt or {}).get("bolt-optimize", {}).get("stats")
+    if not s:
+        return ""
+    return (f"{s['reordered']} functions re-laid out, {s['profiled']} profiled of {s['functions']}, "
+            f"{s['matched_share']:.0%} matched")
+
+
+def builds_list_table(records: list[BuildRecord], title: str) -> Table:
+    """Finished builds (`pgolab builds`): what each is, what it cost, its profile's use and its answer."""
+    rows = []
+    for r in records:
+        check = r.profile.get("check-profile")
+        rows.append({"build": r.label, "source": f"{r.server} {r.version}", "what": r.description,
+                     "wall_min": f"{r.build_seconds / 60:.1f}", "cpu_min": f"{r.build_cpu_seconds / 60:.1f}",
+                     "code_mib": f"{r.code_bytes / 2**20:.1f}" if r.code_bytes else "-",
+                     "training": r.training or "-",
+                     "profile_used": f"{check['with_profile']}/{check['objects']} objects" if check else "-",
+                     "bolt": bolt_summary(r.bolt) or "-", "smoke": (r.smoke or "-")[:40],
+                     "binary": r.server_binary})
+    return Table("build_list", title,
+                 [Column("build", "build"), Column("source", "source"), Column("what", "what"),
+                  Column("wall_min", "wall min"), Column("cpu_min", "CPU min"), Column("code_mib", "code MiB"),
+                  Column("training", "training"), Column("profile_used", "profile used"), Column("bolt", "BOLT"),
+                  Column("smoke", "smoke answer"), Column("binary", "server binary")], rows)
+
+
+def build_cost_table(targets: list[StoredTarget], base: str) -> Table | None:
+    """What each build cost to make and how large its code is (targets pgolab built)."""
+    built = {t.label: t.description for t in targets if isinstance(t.description, BuildRecord)}
+    if not built:
+        return None
+    base_code = built[base].code_bytes if base in built else None
+    rows = []
+    for label, r in built.items():
+        code = r.code_bytes
+        rows.append({"build": label, "wall_min": r.build_seconds / 60,
+                     "cpu_min": (r.build_cpu_seconds or 0) / 60,
+                     "code_mib": code / 2**20 if code else None,
+                     "code_vs_base": code / base_code if code and base_code else None,
+                     "bolt": bolt_summary(r.bolt)})
+    return Table("build_cost", "Build cost and code size",
+                 [Column("build", "build"), Column("wall_min", "wall min"), Column("cpu_min", "CPU min"),
+                  Column("code_mib", "code MiB"), Column("code_vs_base", "code vs base"), Column("bolt", "BOLT")],
+                 rows, note="Wall and CPU minutes of every phase (a PGO build includes its share of the "
+                            "instrumented build and its training); code is the executable sections of the server. "
+                            "A BOLTed binary keeps its original code in .bolt.org.text (functions BOLT did not move "
+                            "still run from there; moved ones leave dead copies), so its code size is larger.")
+
+
+def charts(a: Analysis) -> list[Chart]:
+    out = []
+    for f in a.present():
+        if not f.chart:
+            continue
+        for group in a.groups():
+            keys = a.micros_of(group)
+            series = {}
+            for label in a.labels:
+                suite = a.suites.get((f.key, label))
+                series[label] = [suite.micro(k) if suite and k in suite.micros else None for k in keys]
+            if any(e for s in series.values() for e in s):
+                out.append(Chart(f"{f.ratio_name}-{group}", f"{group}: {f.ratio_name} vs {a.base}", f.ratio_name,
+                                 [k.split("/", 1)[1] for k in keys], series))
+    return out

@@ -1,0 +1,107 @@
+"""bench → store → report with a fake measure and a fake fleet: the whole measuring side's logic,
+no server, in well under a second (hyperfine's mock executor)."""
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pgolab import bench, measures, report
+from pgolab.errors import PgolabError
+from pgolab.fleet import BenchTarget
+from pgolab.measurement import BenchOptions, Sample
+from pgolab.measures.qps import QpsMeasure
+from pgolab.record import BinaryInfo
+from pgolab.store import Store
+
+SPEED = {"a": 1.0, "b": 1.25}
+
+
+@dataclass
+class FakeInstallation:
+    server_binary: Path
+    server: str = "mariadb"
+    sysbench_driver: str = "mysql"
+    data_version_parts: int = 2
+    cost_repeatability: float = 0.005
+
+
+class FakeFleet:
+    """Starts nothing: the fleet a test of bench's logic needs."""
+    def __init__(self, targets, workdir, options, base):
+        self.targets = {t.label: t for t in targets}
+        self.prepared = self.closed = False
+
+    def prepare(self):
+        self.prepared = True
+
+    def close(self):
+        self.closed = True
+
+
+class FakeExecutor:
+    """QPS of SPEED[label] × 1000 with 1 % noise from a fixed seed."""
+    mode = "qps"
+    concurrency = 1
+
+    def __init__(self, fleet, options, labels):
+        self.fleet, self.random = fleet, random.Random(7)
+
+    def start_instance(self, micro, instance):
+        assert self.fleet.prepared
+
+    def measure(self, micro, step):
+        qps = 1000 * SPEED[step.label] * self.random.gauss(1, 0.01)
+        return Sample(step, {"qps": qps, "cpu_us": 1e6 / qps}, 0.0)
+
+    def stop_instance(self):
+        pass
+
+    def close(self):
+        pass
+
+
+class FakeQps(QpsMeasure):
+    def executor(self, fleet, options, labels):
+        return FakeExecutor(fleet, options, labels)
+
+
+def fake_targets(tmp_path: Path) -> list[BenchTarget]:
+    targets = []
+    for label in SPEED:
+        binary = tmp_path / label
+        binary.write_text(label)     # the run's identity holds each binary's digest
+        targets.append(BenchTarget(label, "binary", FakeInstallation(binary), BinaryInfo(str(binary), "", label)))
+    return targets
+
+
+def test_bench_store_and_report_run_end_to_end_on_a_fake_measure(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    store = Store(tmp_path / "s.sqlite")
+    options = BenchOptions(suite="quick", instances=2, blocks=2)
+    fleets = []
+
+    def fleet_factory(*args):
+        fleets.append(FakeFleet(*args))
+        return fleets[-1]
+    run_id = bench.run_bench(store, "fake", "a", fake_targets(tmp_path), options, "test",
+                             measures=[FakeQps()], fleet_factory=fleet_factory)
+    assert fleets[0].closed and store.run("fake").status == "finished"
+    built = report.compute(store, "fake").table("builds")
+    row = next(r for r in built.rows if r["build"] == "b")
+    assert row["qps"].value == pytest.approx(1.25, rel=0.01) and row["qps_verdict"] == "faster"
+    assert row["cpu_us"].value == pytest.approx(1.25, rel=0.01)
+    # The same command again resumes the finished run: nothing is measured twice.
+    samples = store.sample_count(run_id)
+    bench.run_bench(store, "fake", "a", fake_targets(tmp_path), options, "test",
+                    measures=[FakeQps()], fleet_factory=fleet_factory)
+    assert store.sample_count(run_id) == samples
+
+
+def test_each_measure_is_one_object_named_by_its_key():
+    assert list(measures.MEASURES) == ["qps", "cost"]
+    assert [f.key for f in measures.measure("cost").figures][:2] == ["cycles", "instructions"]
+    assert measures.measure("cost").identity()["cost_method"]["cache_geometry"]
+    with pytest.raises(PgolabError, match="unknown measure"):
+        measures.measure("latency")
