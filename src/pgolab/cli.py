@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from . import debian, paths, sources, toolchains
 from . import variants as variants_mod
@@ -28,7 +29,43 @@ from .runner import Runner
 from .server import stop_all
 from .workloads import parse_train
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+
+class _ArgumentHelp(TyperArgument):
+    def display_type_rich(self, ctx):
+        return None   # the name column already shows what to type (SOURCE, RUN)
+
+
+class _OptionHelp(TyperOption):
+    def display_type_rich(self, ctx):
+        return None if self.is_flag else super().display_type_rich(ctx)   # a flag takes no value
+
+
+class _UserHelp:
+    """--help shows what a user types (`NAME=PATH`, `N`, `FILE`), never a Python type.
+
+    typer (0.29) prints a parameter's annotation (<str>, <list[str]>, <bool>) wherever no metavar is
+    given, for flags and --help itself too, and beside an argument's own metavar. Every option here
+    has a metavar; this drops the type of flags and arguments. tests/test_cli_help.py checks it."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        for param in params:
+            if type(param) is TyperArgument:
+                param.__class__ = _ArgumentHelp
+            elif type(param) is TyperOption:
+                param.__class__ = _OptionHelp
+        return params
+
+
+class _Command(_UserHelp, TyperCommand):
+    pass
+
+
+class _Group(_UserHelp, TyperGroup):
+    pass
+
+
+app = typer.Typer(cls=_Group, add_completion=False, no_args_is_help=True,
                   help="Build database servers with LTO and PGO, train them, and prove the result.")
 console = Console(stderr=True)
 out = console_for_output()   # never wraps tables into a pipe or a file
@@ -139,7 +176,7 @@ def _resolve_source(source: str) -> sources.SourceTree:
     return sources.detect(Path(source))
 
 
-@app.command()
+@app.command(cls=_Command)
 def doctor() -> None:
     """List every tool the pipeline needs, its version, and the package for a missing one."""
     table = Table(title="pgolab doctor")
@@ -160,10 +197,11 @@ def doctor() -> None:
     out.print("[green]all tools present[/green]")
 
 
-@app.command()
-def source(server: str = typer.Argument(..., help="mariadb, mysql or postgresql (fetched from Debian), "
-                                                  "or a directory/tarball to recognise"),
-           version: Optional[str] = typer.Option(None, "--version",
+@app.command(cls=_Command)
+def source(server: str = typer.Argument(..., metavar="SERVER",
+                                        help="mariadb, mysql or postgresql (fetched from Debian), "
+                                             "or a directory/tarball to recognise"),
+           version: Optional[str] = typer.Option(None, "--version", metavar="VERSION",
                                                  help="Debian or upstream version, or its start (17, 11.8); "
                                                       "default: Debian 12's, else the newest served")) -> None:
     """Get a source tree from Debian's source packages (or recognise one you have) and print its path.
@@ -178,10 +216,10 @@ def source(server: str = typer.Argument(..., help="mariadb, mysql or postgresql 
     out.print(str(tree.path))
 
 
-@app.command("variants")
+@app.command("variants", cls=_Command)
 def list_variants(all_: bool = typer.Option(False, "--all", help="every combination of the axes, "
                                                                   "not only the 20 published builds"),
-                  as_json: bool = typer.Option(False, "--json")) -> None:
+                  as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
     """List the build variants: name, axes and the flags each adds."""
     from .toolchains import compiler_family
     rows = variants_mod.all_variants() if all_ else variants_mod.published()
@@ -201,24 +239,26 @@ def list_variants(all_: bool = typer.Option(False, "--all", help="every combinat
                          no_wrap=not out.is_terminal))
 
 
-@app.command("build")
+@app.command("build", cls=_Command)
 def build_cmd(
     source_arg: str = typer.Argument(..., metavar="SOURCE",
                                      help="source directory, tarball, or mariadb, mysql, postgresql (=VERSION) to fetch"),
-    variant: List[str] = typer.Option(["rel_o2nofp"], "--variant", "-v", help="variant name (repeatable)"),
-    train: str = typer.Option("mix", "--train", help="training loads, comma-separated: mix, mix-noselect, "
-                                                   "sysbench, none, script:PATH"),
-    train_seconds: int = typer.Option(150, "--train-seconds", help="length of the training run"),
-    train_seed: int = typer.Option(1, "--train-seed", help="seed of the training mix"),
-    server_config: Optional[Path] = typer.Option(None, "--server-config",
+    variant: List[str] = typer.Option(["rel_o2nofp"], "--variant", "-v", metavar="NAME",
+                                      help="variant name (repeatable)"),
+    train: str = typer.Option("mix", "--train", metavar="LOADS",
+                              help="training loads, comma-separated: mix, mix-noselect, sysbench, none, script:PATH"),
+    train_seconds: int = typer.Option(150, "--train-seconds", metavar="N", help="length of the training run (seconds)"),
+    train_seed: int = typer.Option(1, "--train-seed", metavar="N", help="seed of the training mix"),
+    server_config: Optional[Path] = typer.Option(None, "--server-config", metavar="FILE",
                                                  help="config file the trained server starts with"),
-    jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j"),
-    cmake_arg: List[str] = typer.Option([], "--cmake-arg", help="extra configure argument (repeatable)"),
-    no_ccache: bool = typer.Option(False, "--no-ccache"),
+    jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j", metavar="N", help="parallel compile jobs"),
+    cmake_arg: List[str] = typer.Option([], "--cmake-arg", metavar="ARG", help="extra configure argument (repeatable)"),
+    no_ccache: bool = typer.Option(False, "--no-ccache", help="compile without ccache"),
     no_smoke: bool = typer.Option(False, "--no-smoke", help="skip starting and querying the built server"),
     as_json: bool = typer.Option(False, "--json", help="print the build record as JSON"),
-    label: Optional[str] = typer.Option(None, "--label", help="name of the build (default: the variant name); "
-                                        "build one PGO variant with several trainings under different labels"),
+    label: Optional[str] = typer.Option(None, "--label", metavar="NAME",
+                                        help="name of the build (default: the variant name); "
+                                             "build one PGO variant with several trainings under different labels"),
 ) -> None:
     """Build variants; a PGO variant runs the whole pipeline (instrument, train, merge, optimize)."""
     tree = _resolve_source(source_arg)
@@ -261,28 +301,35 @@ def _fraction(text: Optional[str]) -> Optional[float]:
 # signature and hands the command one BenchOptions, whose own defaults are the options' defaults.
 _DEFAULT = BenchOptions()
 BENCH_OPTIONS: list[tuple[str, type, object]] = [
-    ("suite", str, typer.Option(_DEFAULT.suite, "--suite", help="quick or full")),
-    ("measure", str, typer.Option(",".join(_DEFAULT.modes), "--measure",
+    ("suite", str, typer.Option(_DEFAULT.suite, "--suite", metavar="quick|full", help="quick or full")),
+    ("measure", str, typer.Option(",".join(_DEFAULT.modes), "--measure", metavar="qps,cost",
                                   help="qps, cost, or qps,cost (both, one stored run)")),
-    ("slice_seconds", float, typer.Option(_DEFAULT.slice_seconds, "--seconds", help="seconds per paired QPS slice")),
-    ("instances", int, typer.Option(_DEFAULT.instances, "--instances", help="server starts per microbenchmark (QPS)")),
-    ("blocks", int, typer.Option(_DEFAULT.blocks, "--blocks",
+    ("slice_seconds", float, typer.Option(_DEFAULT.slice_seconds, "--seconds", metavar="SECONDS",
+                                          help="seconds per paired QPS slice")),
+    ("instances", int, typer.Option(_DEFAULT.instances, "--instances", metavar="N",
+                                    help="server starts per microbenchmark (QPS)")),
+    ("blocks", int, typer.Option(_DEFAULT.blocks, "--blocks", metavar="N",
                                  help="paired blocks per instance (QPS; even keeps orders balanced)")),
-    ("target_ci", Optional[str], typer.Option(None, "--target-ci",
-                                              help="add instances until every 95% half-width is this (e.g. 3%%)")),
-    ("max_instances", int, typer.Option(_DEFAULT.max_instances, "--max-instances", help="ceiling for --target-ci")),
-    ("pair_budget", float, typer.Option(_DEFAULT.pair_budget_s, "--pair-budget",
+    ("target_ci", Optional[str], typer.Option(None, "--target-ci", metavar="N%",
+                                              help="add instances until every 95% half-width is at most N% "
+                                                   "(e.g. 3%, or 0.03)")),
+    ("max_instances", int, typer.Option(_DEFAULT.max_instances, "--max-instances", metavar="N",
+                                        help="ceiling for --target-ci")),
+    ("pair_budget", float, typer.Option(_DEFAULT.pair_budget_s, "--pair-budget", metavar="SECONDS",
                                         help="measured seconds per microbenchmark and pair")),
     ("no_pin", bool, typer.Option(False, "--no-pin", help="do not pin server and sysbench to disjoint CPUs")),
-    ("cost_scale", float, typer.Option(_DEFAULT.cost_scale, "--cost-scale",
+    ("cost_scale", float, typer.Option(_DEFAULT.cost_scale, "--cost-scale", metavar="FACTOR",
                                        help="multiplies the cost-mode event counts")),
-    ("cost_jobs", int, typer.Option(_DEFAULT.cost_jobs, "--cost-jobs",
+    ("cost_jobs", int, typer.Option(_DEFAULT.cost_jobs, "--cost-jobs", metavar="N",
                                     help="cost-mode servers measured at once (counts are simulated, so they do "
                                          "not disturb each other); default: one per CPU")),
-    ("table_size", int, typer.Option(_DEFAULT.table_size, "--table-size")),
-    ("binary", List[str], typer.Option([], "--binary", help="NAME=PATH of any server binary (repeatable)")),
-    ("store_path", Optional[Path], typer.Option(None, "--store", help="SQLite file (default in pgolab home)")),
-    ("out_dir", Optional[Path], typer.Option(None, "--out", help="also export the report here")),
+    ("table_size", int, typer.Option(_DEFAULT.table_size, "--table-size", metavar="ROWS",
+                                     help="rows of each sysbench table")),
+    ("binary", List[str], typer.Option([], "--binary", metavar="NAME=PATH",
+                                       help="any server binary, under the label NAME (repeatable)")),
+    ("store_path", Optional[Path], typer.Option(None, "--store", metavar="FILE",
+                                                help="SQLite file (default in pgolab home)")),
+    ("out_dir", Optional[Path], typer.Option(None, "--out", metavar="DIR", help="also export the report here")),
 ]
 PASSED_AS_IS = ("binary", "store_path", "out_dir")
 
@@ -337,17 +384,21 @@ def _command_line() -> str:
     return "pgolab " + " ".join(__import__("shlex").quote(a) for a in sys.argv[1:])
 
 
-@app.command("bench")
+@app.command("bench", cls=_Command)
 @with_bench_options
 def bench_cmd(
-    base: str = typer.Option(..., "--base", help="the label every other target is compared with"),
-    variant: List[str] = typer.Option([], "--variant", "-v", help="a variant built by pgolab (repeatable)"),
-    threads: int = typer.Option(1, "--threads"),
+    base: str = typer.Option(..., "--base", metavar="LABEL", help="the label every other target is compared with"),
+    variant: List[str] = typer.Option([], "--variant", "-v", metavar="NAME",
+                                      help="a variant built by pgolab (repeatable)"),
+    threads: int = typer.Option(1, "--threads", metavar="N", help="sysbench threads"),
     no_prepared: bool = typer.Option(False, "--no-prepared", help="plain queries instead of prepared statements"),
-    server_option: List[str] = typer.Option([], "--server-option", help="extra server option, same for all"),
-    source_dir: Optional[Path] = typer.Option(None, "--source", help="pick variants built from this tree"),
-    run_name: Optional[str] = typer.Option(None, "--run", help="run name; an existing one resumes; "
-                                                                   "{binaries} in it stands for the binaries' digest"),
+    server_option: List[str] = typer.Option([], "--server-option", metavar="OPTION",
+                                            help="extra server option, same for all"),
+    source_dir: Optional[Path] = typer.Option(None, "--source", metavar="DIR",
+                                              help="pick variants built from this tree"),
+    run_name: Optional[str] = typer.Option(None, "--run", metavar="NAME",
+                                           help="run name; an existing one resumes; "
+                                                "{binaries} in it stands for the binaries' digest"),
     *, options, binary, store_path, out_dir,
 ) -> None:
     """Run the sysbench suite on variants and binaries, store every sample, print the report."""
@@ -394,21 +445,24 @@ class RichMatrixProgress:
         self.on_step(state)
 
 
-@app.command("matrix")
+@app.command("matrix", cls=_Command)
 @with_bench_options
 def matrix_cmd(
-    source_args: List[str] = typer.Argument(..., metavar="SOURCE...",
+    source_args: List[str] = typer.Argument(..., metavar="SOURCE",
                                             help="source directories, tarballs, or servers to fetch; several make "
                                                  "a version series (labels <server>-<version>:<variant>)"),
-    variants: str = typer.Option("published", "--variants", help="published (the study's 20), all, or NAME,NAME,..."),
+    variants: str = typer.Option("published", "--variants", metavar="published|all|NAME,...",
+                                 help="published (the study's 20), all, or NAME,NAME,..."),
     bolt: bool = typer.Option(False, "--bolt", help="add the _bolt twin of every PGO variant chosen"),
-    base: str = typer.Option("rel_o2nofp", "--base", help="the build every other one is compared with "
-                                                          "(in a series: of the first source, or SERVER-VERSION:VARIANT)"),
-    train: str = typer.Option("mix", "--train", help="training load of every PGO and BOLT build"),
-    train_seconds: int = typer.Option(150, "--train-seconds"),
-    jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j"),
-    run_name: Optional[str] = typer.Option(None, "--run", help="run name (default: matrix-SOURCE-SUITE-MODES); "
-                                                                   "{binaries} in it stands for the binaries' digest"),
+    base: str = typer.Option("rel_o2nofp", "--base", metavar="LABEL",
+                             help="the build every other one is compared with "
+                                  "(in a series: of the first source, or SERVER-VERSION:VARIANT)"),
+    train: str = typer.Option("mix", "--train", metavar="LOADS", help="training load of every PGO and BOLT build"),
+    train_seconds: int = typer.Option(150, "--train-seconds", metavar="N", help="length of the training run (seconds)"),
+    jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j", metavar="N", help="parallel compile jobs"),
+    run_name: Optional[str] = typer.Option(None, "--run", metavar="NAME",
+                                           help="run name (default: matrix-SOURCE-SUITE-MODES); "
+                                                "{binaries} in it stands for the binaries' digest"),
     *, options, binary, store_path, out_dir,
 ) -> None:
     """Build every variant named (cheapest first, up-to-date ones skipped), benchmark them all in one
@@ -437,15 +491,18 @@ def matrix_cmd(
                       f"{result.timing_log.name}")
 
 
-@app.command("report")
+@app.command("report", cls=_Command)
 def report_cmd(
-    run: Optional[str] = typer.Argument(None, help="run name or id (default: the newest)"),
-    store_path: Optional[Path] = typer.Option(None, "--store"),
-    fmt: str = typer.Option("terminal", "--format", help="terminal, markdown, html, csv (per microbenchmark) or json"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="write every format, charts and report.html here"),
+    run: Optional[str] = typer.Argument(None, metavar="RUN", help="run name or id (default: the newest)"),
+    store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE",
+                                                help="SQLite file (default in pgolab home)"),
+    fmt: str = typer.Option("terminal", "--format", metavar="FORMAT",
+                            help="terminal, markdown, html, csv (per microbenchmark) or json"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR",
+                                           help="write every format, charts and report.html here"),
     list_runs: bool = typer.Option(False, "--list", help="list stored runs"),
-    base: Optional[str] = typer.Option(None, "--base", help="compare against this target instead of the run's "
-                                                            "base (e.g. distro)"),
+    base: Optional[str] = typer.Option(None, "--base", metavar="LABEL",
+                                       help="compare against this target instead of the run's base (e.g. distro)"),
 ) -> None:
     """Print or export a stored run."""
     from . import report
@@ -454,8 +511,8 @@ def report_cmd(
     store = Store(store_path)
     if list_runs:
         out.print(rich_table(f"runs in {store.path}", ["id", "name", "created", "server", "base", "suite", "status"],
-                             [[str(r["id"]), r["name"], r["created"], r["server"], r["base"], r["suite"],
-                               r["status"]] for r in store.runs()]))
+                             [[str(r.id), r.name, r.created, r.server, r.base, r.suite, r.status]
+                              for r in store.runs()]))
         return
     data = report.compute(store, run, base)
     if out_dir:
@@ -471,19 +528,20 @@ def report_cmd(
         raise PgolabError(f"unknown format {fmt!r}", hint="terminal, markdown, html, csv or json")
 
 
-@app.command("profile-check")
+@app.command("profile-check", cls=_Command)
 def profile_check_cmd(
-    source_arg: str = typer.Argument(..., metavar="SOURCE"),
-    variant: str = typer.Option(..., "--variant", "-v", help="a PGO variant, e.g. rel_pgo_use"),
-    train: str = typer.Option("mix", "--train", help="the training loads of that variant"),
-    train_seconds: int = typer.Option(150, "--train-seconds"),
-    train_seed: int = typer.Option(1, "--train-seed"),
-    suite: str = typer.Option("quick", "--suite", help="benchmark suite run once on the instrumented build"),
-    seconds: int = typer.Option(5, "--seconds", help="seconds per microbenchmark"),
-    workload: Optional[str] = typer.Option(None, "--workload",
+    source_arg: str = typer.Argument(..., metavar="SOURCE", help="as for pgolab build"),
+    variant: str = typer.Option(..., "--variant", "-v", metavar="NAME", help="a PGO variant, e.g. rel_pgo_use"),
+    train: str = typer.Option("mix", "--train", metavar="LOADS", help="the training loads of that variant"),
+    train_seconds: int = typer.Option(150, "--train-seconds", metavar="N", help="length of the training run (seconds)"),
+    train_seed: int = typer.Option(1, "--train-seed", metavar="N", help="seed of the training mix"),
+    suite: str = typer.Option("quick", "--suite", metavar="quick|full",
+                              help="benchmark suite run once on the instrumented build"),
+    seconds: int = typer.Option(5, "--seconds", metavar="N", help="seconds per microbenchmark"),
+    workload: Optional[str] = typer.Option(None, "--workload", metavar="LOADS",
                                            help="instead of the suite: loads as for --train (e.g. script:PATH)"),
-    jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j"),
-    label: Optional[str] = typer.Option(None, "--label", help="the build's label, if it was given one"),
+    jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j", metavar="N", help="parallel compile jobs"),
+    label: Optional[str] = typer.Option(None, "--label", metavar="NAME", help="the build's label, if it was given one"),
 ) -> None:
     """How well a training profile covers a benchmark: overlap and the hot functions it misses."""
     from .quality import profile_check
@@ -496,10 +554,10 @@ def profile_check_cmd(
     out.print(report.describe(), markup=False, highlight=False)
 
 
-@app.command("builds")
-def builds_cmd(as_json: bool = typer.Option(False, "--json"),
+@app.command("builds", cls=_Command)
+def builds_cmd(as_json: bool = typer.Option(False, "--json", help="print JSON"),
                markdown: bool = typer.Option(False, "--markdown", help="a Markdown table"),
-               server: Optional[str] = typer.Option(None, "--server",
+               server: Optional[str] = typer.Option(None, "--server", metavar="SERVER[-VERSION]",
                                                     help="only builds of this server, or server and version "
                                                          "start: postgresql, mariadb-10.11, mysql-9.7.2")) -> None:
     """List finished builds: binary, wall and CPU time, profile use, smoke test answer."""
@@ -507,7 +565,7 @@ def builds_cmd(as_json: bool = typer.Option(False, "--json"),
     from .render import MarkdownRenderer, print_table, table_cells
     from .report import builds_list_table
     records = [r for r in BuildRecord.all()
-               if not server or f"{r.server}-{r.source['version']}".startswith(server)]
+               if not server or f"{r.server}-{r.version}".startswith(server)]
     if as_json:
         out.print_json(json.dumps([r.as_dict() for r in records]))
         return
