@@ -4,6 +4,9 @@ import pytest
 
 from pgolab import debian, sources
 from pgolab.errors import PgolabError
+from pgolab.runner import Runner
+
+from conftest import need
 
 
 def make_mariadb_like(root, maria=True, version_file="VERSION"):
@@ -105,3 +108,11 @@ def test_private_apt_options_point_only_at_its_own_folder(tmp_path):
         assert opts[key].startswith(str(tmp_path))
     text = apt.sources_text()
     assert "Types: deb-src\n" in text and "Types: deb\n" not in text
+
+
+def test_versions_are_ordered_by_dpkg_and_every_comparison_is_logged(tmp_path):
+    need("dpkg")
+    runner = Runner(tmp_path / "versions.log")
+    mysql = [e for e in debian.parse_madison(MADISON) if e.package == "mysql-9.7"]
+    assert [e.version for e in debian.newest_first(mysql[::-1], runner)] == ["9.7.4-2", "9.7.2-4"]
+    assert "dpkg --compare-versions" in (tmp_path / "versions.log").read_text()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import re
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,22 +61,30 @@ def upstream_version(debian_version: str) -> str:
     return v.rsplit("-", 1)[0]
 
 
-def newest_first(listed: list[Listed]) -> list[Listed]:
+def _versions_runner() -> Runner:
+    return Runner(paths.home() / "logs" / "debian-versions.log")
+
+
+def newest_first(listed: list[Listed], runner: Runner | None = None) -> list[Listed]:
+    """Sorted by Debian's own version order (`dpkg --compare-versions`, each call logged)."""
+    runner = runner or _versions_runner()
+
     def cmp(a: Listed, b: Listed) -> int:
         if a.version == b.version:
             return 0
-        gt = subprocess.run(["dpkg", "--compare-versions", a.version, "gt", b.version]).returncode == 0
+        gt = runner.run(["dpkg", "--compare-versions", a.version, "gt", b.version], check=False,
+                        what="dpkg --compare-versions").returncode == 0
         return -1 if gt else 1
     return sorted(listed, key=functools.cmp_to_key(cmp))
 
 
-def choose(listed: list[Listed], wanted: str | None) -> list[Listed]:
+def choose(listed: list[Listed], wanted: str | None, runner: Runner | None = None) -> list[Listed]:
     """The candidates to try, in order: the asked-for version, else the machine's release's, newest first."""
     if wanted:
         listed = [entry for entry in listed if entry.matches(wanted)]
     elif home := [entry for entry in listed if entry.suite in HOME_SUITES]:
         listed = home
-    return newest_first(listed)
+    return newest_first(listed, runner)
 
 
 def parse_madison(text: str) -> list[Listed]:
@@ -162,9 +169,9 @@ def fetch(server: str, version: str | None, runner: Runner, apt: PrivateApt | No
     if not listed:
         raise PgolabError(f"no suite of {', '.join(SUITES)} lists {server}", log=runner.log_path,
                           hint="check that deb.debian.org is reachable, then run the same command again")
-    candidates = choose(listed, version)
+    candidates = choose(listed, version, runner)
     if not candidates:
-        shown = ", ".join(f"{e.upstream} ({e.suite})" for e in newest_first(listed))
+        shown = ", ".join(f"{e.upstream} ({e.suite})" for e in newest_first(listed, runner))
         raise PgolabError(f"version {version} of {server} is not listed", hint=f"listed: {shown}")
     failed = []
     for entry in candidates:
