@@ -1,0 +1,25 @@
+"""Profiles: one `ProfileTool` per kind of profile, each in a module of its own.
+
+base: the interface and what every kind shares (raw-file statistics, the training-wrote and
+build-used checks); gcc and clang: the compilers' PGO profiles; bolt: BOLT's .fdata profile and
+llvm-bolt's statistics; sealing: a merged profile refused if counters arrived after its merge;
+overlap: how well a training's profile covers a benchmark's (`pgolab profile-check`).
+"""
+
+from .base import (ConsumptionCheck, ProfileTool, RawProfileStats, files_digest, object_files, raw_stats,
+                   require_raw_profiles, require_used)
+from .bolt import MERGED_FDATA, BoltProfile, BoltStats, bolt_profile, fdata_total, parse_stats
+from .clang import MERGED_PROFILE, ClangProfile, clang_object_used_profile
+from .gcc import GccProfile, gcda_name
+from .overlap import OverlapReport, overlap
+from .sealing import SEAL, raw_digest, require_sealed, seal, sealed_digest
+
+__all__ = [
+    "ConsumptionCheck", "ProfileTool", "RawProfileStats", "files_digest", "object_files", "raw_stats",
+    "require_raw_profiles", "require_used",
+    "MERGED_FDATA", "BoltProfile", "BoltStats", "bolt_profile", "fdata_total", "parse_stats",
+    "MERGED_PROFILE", "ClangProfile", "clang_object_used_profile",
+    "GccProfile", "gcda_name",
+    "OverlapReport", "overlap",
+    "SEAL", "raw_digest", "require_sealed", "seal", "sealed_digest",
+]

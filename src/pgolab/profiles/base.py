@@ -1,0 +1,107 @@
+"""The `ProfileTool` interface, and what every profile kind shares: raw-file statistics, the
+checks that a training wrote a profile and that a build used it.
+
+A tool knows where raw files land and how they are named, the flags that make and use them,
+how to send an instrumented program's files elsewhere, how to merge them, what digest an
+optimized build depends on, how to prove the build used them, and per-function weights for
+`pgolab profile-check`. Build code asks the variant's tool; it never switches on a compiler.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import PgolabError
+from ..runner import Runner
+
+
+@dataclass
+class RawProfileStats:
+    files: int
+    bytes: int
+
+    def describe(self) -> str:
+        return f"{self.files} raw profile files, {self.bytes / 1024:.0f} KiB"
+
+
+@dataclass
+class ConsumptionCheck:
+    method: str
+    objects: int
+    with_profile: int
+    mismatched: int
+
+    def describe(self) -> str:
+        return (f"{self.with_profile} of {self.objects} objects compiled with profile data "
+                f"({self.mismatched} mismatch warnings); checked by {self.method}")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class ProfileTool(Protocol):
+    name: str
+    raw_pattern: str
+    weights_method: str   # how function_weights counts, for reports
+
+    def generate_flags(self, profile_dir: Path, build_dir: Path) -> list[str]: ...
+    def use_flags(self, profile_dir: Path, build_dir: Path) -> list[str]: ...
+    def redirect_env(self, compiled_dir: Path, target_dir: Path) -> dict[str, str]: ...
+    def merge(self, profile_dir: Path, runner: Runner, first: Path | None = None) -> dict:
+        """The raw files in profile_dir into the profile a build reads; `first`: the profile folder
+        a context-sensitive training's counters complete."""
+    def digest(self, profile_dir: Path) -> str: ...
+    def check_used(self, build_dir: Path, profile_dir: Path, build_log: Path) -> ConsumptionCheck: ...
+    def function_weights(self, profile_dir: Path, build_dir: Path, runner: Runner,
+                         scratch: Path) -> dict[str, int]: ...
+    def overlap_figure(self, training: Path, benchmark: Path, runner: Runner) -> str | None: ...
+
+
+def files_digest(files: list[Path]) -> str:
+    h = hashlib.sha256()
+    for p in files:
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def raw_stats(profile_dir: Path, tool: ProfileTool) -> RawProfileStats:
+    files = [p for p in profile_dir.rglob(tool.raw_pattern) if p.is_file()]
+    return RawProfileStats(len(files), sum(p.stat().st_size for p in files))
+
+
+def require_raw_profiles(profile_dir: Path, tool: ProfileTool, error_log: Path | None = None) -> RawProfileStats:
+    stats = raw_stats(profile_dir, tool)
+    if stats.files == 0 or stats.bytes == 0:
+        raise PgolabError(
+            f"the training run wrote no profile ({stats.describe()} in {profile_dir})",
+            log=error_log,
+            hint="the server must exit through its own shutdown; check that it was not killed, "
+                 "that the profile directory is writable by the server's user, and the error log")
+    return stats
+
+
+def require_used(check: ConsumptionCheck, build_log: Path) -> ConsumptionCheck:
+    if check.objects == 0 or check.with_profile == 0:
+        raise PgolabError(f"the optimized build did not use the profile: {check.describe()}",
+                          log=build_log,
+                          hint="the instrumented and optimized builds must come from the same source and flags; "
+                               "delete the variant's folder and build again")
+    return check
+
+
+def object_files(build_dir: Path) -> list[Path]:
+    return [p.relative_to(build_dir) for p in build_dir.rglob("*.o") if p.is_file()]
+
+
+def log_text(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def int_after(pattern: str, text: str) -> int:
+    m = re.search(pattern, text)
+    return int(m.group(1)) if m else 0

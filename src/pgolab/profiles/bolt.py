@@ -1,0 +1,179 @@
+"""BOLT's profile: .fdata files written by a binary `llvm-bolt -instrument` rewrote, and what
+llvm-bolt says of an optimisation that read one (its own statistics prove the profile was used).
+
+BOLT's runtime keeps its counters in memory shared with forked children (PostgreSQL's
+backends), so the file each process writes as it exits holds the whole process tree's counts
+so far, not its own share: the files of one tree are nested snapshots and adding them would
+count the same branches several times. The training server's tree is the only one (the data
+directory is initialised by the uninstrumented binary), and its root exits last: its file,
+the largest, is the profile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..errors import PgolabError
+from ..runner import Runner
+from ..toolchains import LLVM_VERSION, require, tool
+from .base import ConsumptionCheck
+
+MERGED_FDATA = "merged.fdata"
+# Debian's bolt-16 looks for its instrumentation runtime under /usr/lib/ and is given a path
+# relative to it (an absolute path is appended to /usr/lib/ as well).
+RUNTIME_LIB = f"llvm-{LLVM_VERSION}/lib/libbolt_rt_instr.a"
+
+# The optimisation recipe of BOLT's own documentation for large server binaries:
+OPTIMIZE_OPTIONS = [
+    "-reorder-blocks=ext-tsp",        # block layout within functions: the I-cache/fall-through model
+    "-reorder-functions=hfsort+",     # hot functions together, in call order (LLVM 16's best)
+    "-split-functions",               # cold blocks out of hot functions ...
+    "-split-all-cold",                # ... all of them
+    "-split-eh",                      # ... including exception landing pads
+    "-icf=1",                         # fold functions with identical code (less code to cache)
+    "-use-gnu-stack",                 # keep a GNU_STACK header (strip/objcopy, loaders)
+    "-dyno-stats",                    # BOLT's before/after figures, kept in the log
+    # A profile that matches less than half of the profiled functions belongs to another binary.
+    "--stale-threshold=50",
+]
+
+
+@dataclass
+class BoltStats:
+    """What llvm-bolt says of the optimisation, parsed from its output."""
+
+    functions: int                 # functions in the binary
+    profiled: int                  # of them with a non-empty profile
+    stale: int                     # of them whose profile did not match (stale)
+    reordered: int                 # functions whose block layout changed
+    ignored_objects: int           # profile entries for objects it could not find
+    folded_functions: int          # by ICF
+    hot_bytes: int | None          # code of split functions kept in the hot part ...
+    cold_bytes: int | None         # ... and moved out to the cold part
+
+    @property
+    def matched_share(self) -> float:
+        return (self.profiled - self.stale) / self.profiled if self.profiled else 0.0
+
+    def describe(self) -> str:
+        return (f"{self.profiled} of {self.functions} functions profiled ({self.matched_share:.1%} of them "
+                f"matched, {self.stale} stale), {self.reordered} re-laid out, "
+                f"{self.cold_bytes or 0} cold bytes split out, ICF folded {self.folded_functions}")
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "matched_share": round(self.matched_share, 4)}
+
+
+def _int(pattern: str, text: str) -> int | None:
+    m = re.search(pattern, text)
+    return int(m.group(1)) if m else None
+
+
+def parse_stats(output: str) -> BoltStats:
+    return BoltStats(
+        functions=_int(r"BOLT-INFO: \d+ out of (\d+) functions in the binary", output) or 0,
+        profiled=_int(r"BOLT-INFO: (\d+) out of \d+ functions in the binary", output) or 0,
+        stale=_int(r"BOLT-INFO: (\d+) \([\d.]+%\) functions? have invalid \(possibly stale\) profile", output) or 0,
+        reordered=_int(r"basic block reordering modified layout of (\d+) functions", output) or 0,
+        ignored_objects=_int(r"profile for (\d+) objects was ignored", output) or 0,
+        folded_functions=_int(r"ICF folded (\d+) out of", output) or 0,
+        hot_bytes=_int(r"splitting separates (\d+) hot bytes", output),
+        cold_bytes=_int(r"splitting separates \d+ hot bytes from (\d+) cold bytes", output),
+    )
+
+
+class BoltProfile:
+    """BOLT's profile tool: .fdata files written by an instrumented binary."""
+
+    name = "bolt"
+    raw_pattern = "*.fdata"
+    weights_method = "per-function branch and call counts from the .fdata profile"
+
+    def __init__(self, llvm_bolt: str, merge_fdata: str, instrument_calls: bool = True):
+        self.llvm_bolt, self.merge_fdata = llvm_bolt, merge_fdata
+        self.instrument_calls = instrument_calls
+
+    def version(self) -> str | None:
+        return tool("llvm-bolt").version()
+
+    def generate_flags(self, profile_dir: Path, build_dir: Path) -> list[str]:
+        """llvm-bolt's instrumentation options. The profile path is compiled into the rewritten
+        binary (absolute: the server chdir()s), one file per process."""
+        calls = [] if self.instrument_calls else ["--instrument-calls=false"]
+        return ["-instrument", *calls, f"--instrumentation-file={profile_dir / 'prof'}",
+                "--instrumentation-file-append-pid", f"--runtime-instrumentation-lib={RUNTIME_LIB}"]
+
+    def use_flags(self, profile_dir: Path, build_dir: Path) -> list[str]:
+        return [f"-data={profile_dir / MERGED_FDATA}", *OPTIMIZE_OPTIONS]
+
+    def redirect_env(self, compiled_dir: Path, target_dir: Path) -> dict[str, str]:
+        return {}     # no run-time redirection: each training instruments its own copy
+
+    def merge(self, profile_dir: Path, runner: Runner) -> dict:
+        files = [p for p in profile_dir.glob("prof.*.fdata") if p.is_file()]
+        if not files:
+            raise PgolabError(f"the BOLT training wrote no .fdata file in {profile_dir}",
+                              hint="the instrumented server must exit through its own shutdown")
+        totals = {p: fdata_total(p) for p in files}
+        root = max(files, key=lambda p: totals[p])   # see the module docstring: nested snapshots
+        if totals[root] == 0:
+            raise PgolabError(f"the BOLT profile {root} counts no branches",
+                              hint="the training load did not reach the server's code")
+        out = profile_dir / MERGED_FDATA
+        text = runner.run([self.merge_fdata, str(root)], what="merge-fdata").output
+        out.write_text("\n".join(line for line in text.splitlines() if is_fdata_line(line)) + "\n")
+        return {"raw_files": len(files), "used_file": root.name, "branch_count": totals[root],
+                "merged": str(out)}
+
+    def digest(self, profile_dir: Path) -> str:
+        path = profile_dir / MERGED_FDATA
+        if not path.exists():
+            raise PgolabError(f"BOLT profile {path} is missing", hint="run the build again: it retrains")
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    def check_used(self, build_dir: Path, profile_dir: Path, build_log: Path) -> ConsumptionCheck:
+        stats = parse_stats(log_tail(build_log))
+        return ConsumptionCheck("llvm-bolt's own statistics (profiled, stale and re-laid-out functions)",
+                                stats.functions, stats.profiled - stats.stale, stats.stale)
+
+    def function_weights(self, profile_dir: Path, build_dir: Path, runner: Runner, scratch: Path) -> dict[str, int]:
+        """Function -> branch and call counts leaving it, from the merged profile."""
+        weights: dict[str, int] = {}
+        for line in (profile_dir / MERGED_FDATA).read_text().splitlines():
+            parts = line.split()
+            if is_fdata_line(line):
+                weights[parts[1]] = weights.get(parts[1], 0) + int(parts[-1])
+        return weights
+
+    def overlap_figure(self, training: Path, benchmark: Path, runner: Runner) -> str | None:
+        return None
+
+
+def is_fdata_line(line: str) -> bool:
+    """`<is sym> <name> <offset> <is sym> <name> <offset> <mispredicts> <count>`"""
+    parts = line.split()
+    return len(parts) == 8 and parts[-1].isdigit() and parts[0] in ("0", "1", "2")
+
+
+def fdata_total(path: Path) -> int:
+    return sum(int(line.split()[-1]) for line in path.read_text(errors="replace").splitlines()
+               if is_fdata_line(line))
+
+
+def log_tail(path: Path, limit: int = 2_000_000) -> str:
+    if not path.exists():
+        return ""
+    data = path.read_bytes()
+    return data[-limit:].decode(errors="replace")
+
+
+def bolt_profile(forks_backends: bool = False) -> BoltProfile:
+    """BOLT 16's call profiling (its tables of indirect-call targets live in the memory it shares
+    with forked children) made PostgreSQL backends overflow their stack inside BOLT's runtime within
+    a second of training (3 training runs of 3 here); without it the same training ran clean. Servers that fork
+    a backend per connection are therefore instrumented for branches only: block layout and
+    splitting keep their profile, function ordering sees hotness but no call edges."""
+    return BoltProfile(require("llvm-bolt"), require("merge-fdata"), instrument_calls=not forks_backends)
