@@ -1,15 +1,23 @@
-"""Finding compilers and their companion tools, their versions, and install hints."""
+"""Finding compilers and their companion tools, their versions, and install hints.
+
+Version probes run through `runner.Runner` like every other command, into
+<pgolab home>/logs/toolchains.log; an answer is kept for as long as the program's file is
+unchanged, so the probes each build makes (its digest carries the compiler versions) run once
+per process and program.
+"""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from . import paths
 from .errors import PgolabError
+from .runner import Runner
 
 LLVM_VERSION = "16"
 
@@ -35,13 +43,30 @@ class Tool:
             return None
         if self.program.startswith("/"):
             return "present"
+        return probe_version(path, self.version_args)
+
+
+# (program path, version arguments, the file's identity) -> its answer
+_VERSIONS: dict[tuple, str] = {}
+
+
+def probe_version(path: str, args: tuple[str, ...]) -> str:
+    """The first version number the program prints, or "?". Asked again only when the program's
+    file changed (an upgrade between two builds of one matrix)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "?"
+    key = (path, args, st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _VERSIONS:
+        runner = Runner(paths.home() / "logs" / "toolchains.log")
         try:
-            out = subprocess.run([path, *self.version_args], capture_output=True, text=True,
-                                 timeout=20, errors="replace")
-        except (OSError, subprocess.TimeoutExpired):
+            result = runner.run([path, *args], check=False, what=f"{Path(path).name} version", timeout=20)
+        except (OSError, PgolabError):
             return "?"
-        text = (out.stdout or out.stderr).strip().splitlines()
-        return _short_version(text[0]) if text else "?"
+        text = result.output.strip().splitlines()
+        _VERSIONS[key] = _short_version(text[0]) if text else "?"
+    return _VERSIONS[key]
 
 
 def _short_version(line: str) -> str:
@@ -166,7 +191,7 @@ class Gcc:
         return dict(AR=toolchain.ar, RANLIB=toolchain.ranlib, NM=toolchain.nm) if lto else {}
 
     def profile_tool(self, toolchain: Toolchain):
-        from .profiles import GccProfile
+        from .profiles.gcc import GccProfile    # profiles.bolt imports this module
         return GccProfile()
 
 
@@ -197,7 +222,7 @@ class Clang:
         return dict(AR=toolchain.ar, RANLIB=toolchain.ranlib, NM=toolchain.nm)
 
     def profile_tool(self, toolchain: Toolchain):
-        from .profiles import ClangProfile
+        from .profiles.clang import ClangProfile
         return ClangProfile(toolchain.profdata)
 
 
