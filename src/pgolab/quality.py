@@ -41,7 +41,8 @@ def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, su
     bench_dir = pipeline.dir / "profile-benchmark"
     shutil.rmtree(bench_dir, ignore_errors=True)
     bench_dir.mkdir(parents=True)
-    installation = pipeline.installation("gen")
+    servers = pipeline.servers
+    installation = servers.installation("gen")
     if installation.run_as:
         chown_tree(bench_dir, installation.run_as)
     env = pipeline.profile_tool.redirect_env(pipeline.instrumented.profile_dir, bench_dir)
@@ -60,7 +61,7 @@ def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, su
         shutil.rmtree(bench.paths.runs_dir() / run_name, ignore_errors=True)
         what = f"the {suite} benchmark suite ({seconds}s per microbenchmark)"
     else:
-        server = pipeline.serve("gen", "profile-check", runner, env=env)
+        server = servers.serve("gen", "profile-check", runner, env=env)
         with server:
             run_training(server, workload, runner)
         shutil.rmtree(server.rundir, ignore_errors=True)
@@ -76,7 +77,7 @@ def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, su
     report = profiles.overlap(train_w, bench_w, tool.weights_method,
                               tool_overlap=tool.overlap_figure(pipeline.profile_dir, bench_dir, runner))
     result = {"training": request.train.label, "benchmark": what, **report.as_dict()}
-    (pipeline.dir / "profile-check.json").write_text(json.dumps(result, indent=2))
+    pipeline.layout.profile_check.write_text(json.dumps(result, indent=2))
     record = BuildRecord.load(pipeline.dir)     # build.json states the figure from now on
     record.profile_check = result
     record.save()

@@ -3,236 +3,91 @@
 There are no hardware counters here, so BOLT's profile comes from its own instrumentation:
 `llvm-bolt -instrument` writes a copy of the linked server (linked with --emit-relocs) that
 counts every branch, the training load runs against it, and the optimized binary is
-rewritten from the original with that profile. `bolt_phases` is this module's entry point;
-`BoltProfile` is BOLT's implementation of the profile-tool interface.
+rewritten from the original with that profile, then installed over it. `bolt_phases` is this
+module's entry point; BOLT's profile tool is `profiles.bolt.BoltProfile`.
 
-BOLT's runtime keeps its counters in memory shared with forked children (PostgreSQL's
-backends), so the file each process writes as it exits holds the whole process tree's counts
-so far, not its own share: the files of one tree are nested snapshots and adding them would
-count the same branches several times. The training server's tree is the only one (the data
-directory is initialised by the uninstrumented binary), and its root exits last: its file,
-the largest, is the profile.
+Every BOLT phase starts from a copy of the server as the compile installed it (final/bolt/input),
+taken as the instrument phase starts: the compile knows nothing of BOLT.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
+import filecmp
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import PgolabError
-from ..phases import Phase
-from ..profiles import ConsumptionCheck, seal
-from ..runner import Runner
-from ..toolchains import LLVM_VERSION, require, tool
+from ..phases import Phase, Reporter
+from ..profiles import seal
+from ..profiles.bolt import BoltProfile, parse_stats
+from ..workloads import TrainingSpec
+from .context import RunnerFactory, SealedDigest, Serving
 from .pgo import train_into
-
-if TYPE_CHECKING:
-    from ..build import Pipeline
-
-MERGED_FDATA = "merged.fdata"
-# Debian's bolt-16 looks for its instrumentation runtime under /usr/lib/ and is given a path
-# relative to it (an absolute path is appended to /usr/lib/ as well).
-RUNTIME_LIB = f"llvm-{LLVM_VERSION}/lib/libbolt_rt_instr.a"
-
-# The optimisation recipe of BOLT's own documentation for large server binaries:
-OPTIMIZE_OPTIONS = [
-    "-reorder-blocks=ext-tsp",        # block layout within functions: the I-cache/fall-through model
-    "-reorder-functions=hfsort+",     # hot functions together, in call order (LLVM 16's best)
-    "-split-functions",               # cold blocks out of hot functions ...
-    "-split-all-cold",                # ... all of them
-    "-split-eh",                      # ... including exception landing pads
-    "-icf=1",                         # fold functions with identical code (less code to cache)
-    "-use-gnu-stack",                 # keep a GNU_STACK header (strip/objcopy, loaders)
-    "-dyno-stats",                    # BOLT's before/after figures, kept in the log
-    # A profile that matches less than half of the profiled functions belongs to another binary.
-    "--stale-threshold=50",
-]
 
 
 @dataclass
-class BoltStats:
-    """What llvm-bolt says of the optimisation, parsed from its output."""
+class BoltContext:
+    """A `_bolt` build's BOLT phases: their folder, the installed server they rewrite, the training."""
 
-    functions: int                 # functions in the binary
-    profiled: int                  # of them with a non-empty profile
-    stale: int                     # of them whose profile did not match (stale)
-    reordered: int                 # functions whose block layout changed
-    ignored_objects: int           # profile entries for objects it could not find
-    folded_functions: int          # by ICF
-    hot_bytes: int | None          # code of split functions kept in the hot part ...
-    cold_bytes: int | None         # ... and moved out to the cold part
-
-    @property
-    def matched_share(self) -> float:
-        return (self.profiled - self.stale) / self.profiled if self.profiled else 0.0
-
-    def describe(self) -> str:
-        return (f"{self.profiled} of {self.functions} functions profiled ({self.matched_share:.1%} of them "
-                f"matched, {self.stale} stale), {self.reordered} re-laid out, "
-                f"{self.cold_bytes or 0} cold bytes split out, ICF folded {self.folded_functions}")
-
-    def as_dict(self) -> dict:
-        return {**asdict(self), "matched_share": round(self.matched_share, 4)}
+    dir: Path                     # <build>/final/bolt
+    installed: Path               # the server binary as installed (bolt-optimize writes over it)
+    tool: BoltProfile
+    sealed_digest: SealedDigest   # of BOLT's profile, checked (a refusal forgets bolt-train and after)
+    state_file: Path              # named in the hint when the input copy is lost
+    train: TrainingSpec
+    runner: RunnerFactory
+    servers: Serving
+    reporter: Reporter
 
 
-def _int(pattern: str, text: str) -> int | None:
-    m = re.search(pattern, text)
-    return int(m.group(1)) if m else None
+def bolt_phases(ctx: BoltContext) -> list[Phase]:
+    """The BOLT phases that follow a `_bolt` variant's install (and profile check)."""
+    return BoltSteps(ctx).phases()
 
-
-def parse_stats(output: str) -> BoltStats:
-    return BoltStats(
-        functions=_int(r"BOLT-INFO: \d+ out of (\d+) functions in the binary", output) or 0,
-        profiled=_int(r"BOLT-INFO: (\d+) out of \d+ functions in the binary", output) or 0,
-        stale=_int(r"BOLT-INFO: (\d+) \([\d.]+%\) functions? have invalid \(possibly stale\) profile", output) or 0,
-        reordered=_int(r"basic block reordering modified layout of (\d+) functions", output) or 0,
-        ignored_objects=_int(r"profile for (\d+) objects was ignored", output) or 0,
-        folded_functions=_int(r"ICF folded (\d+) out of", output) or 0,
-        hot_bytes=_int(r"splitting separates (\d+) hot bytes", output),
-        cold_bytes=_int(r"splitting separates \d+ hot bytes from (\d+) cold bytes", output),
-    )
-
-
-class BoltProfile:
-    """BOLT's profile tool: .fdata files written by an instrumented binary."""
-
-    name = "bolt"
-    raw_pattern = "*.fdata"
-    weights_method = "per-function branch and call counts from the .fdata profile"
-
-    def __init__(self, llvm_bolt: str, merge_fdata: str, instrument_calls: bool = True):
-        self.llvm_bolt, self.merge_fdata = llvm_bolt, merge_fdata
-        self.instrument_calls = instrument_calls
-
-    def version(self) -> str | None:
-        return tool("llvm-bolt").version()
-
-    def generate_flags(self, profile_dir: Path, build_dir: Path) -> list[str]:
-        """llvm-bolt's instrumentation options. The profile path is compiled into the rewritten
-        binary (absolute: the server chdir()s), one file per process."""
-        calls = [] if self.instrument_calls else ["--instrument-calls=false"]
-        return ["-instrument", *calls, f"--instrumentation-file={profile_dir / 'prof'}",
-                "--instrumentation-file-append-pid", f"--runtime-instrumentation-lib={RUNTIME_LIB}"]
-
-    def use_flags(self, profile_dir: Path, build_dir: Path) -> list[str]:
-        return [f"-data={profile_dir / MERGED_FDATA}", *OPTIMIZE_OPTIONS]
-
-    def redirect_env(self, compiled_dir: Path, target_dir: Path) -> dict[str, str]:
-        return {}     # no run-time redirection: each training instruments its own copy
-
-    def merge(self, profile_dir: Path, runner: Runner) -> dict:
-        files = [p for p in profile_dir.glob("prof.*.fdata") if p.is_file()]
-        if not files:
-            raise PgolabError(f"the BOLT training wrote no .fdata file in {profile_dir}",
-                              hint="the instrumented server must exit through its own shutdown")
-        totals = {p: fdata_total(p) for p in files}
-        root = max(files, key=lambda p: totals[p])   # see the module docstring: nested snapshots
-        if totals[root] == 0:
-            raise PgolabError(f"the BOLT profile {root} counts no branches",
-                              hint="the training load did not reach the server's code")
-        out = profile_dir / MERGED_FDATA
-        text = runner.run([self.merge_fdata, str(root)], what="merge-fdata").output
-        out.write_text("\n".join(line for line in text.splitlines() if _is_fdata_line(line)) + "\n")
-        return {"raw_files": len(files), "used_file": root.name, "branch_count": totals[root],
-                "merged": str(out)}
-
-    def digest(self, profile_dir: Path) -> str:
-        path = profile_dir / MERGED_FDATA
-        if not path.exists():
-            raise PgolabError(f"BOLT profile {path} is missing", hint="run the build again: it retrains")
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-
-    def check_used(self, build_dir: Path, profile_dir: Path, build_log: Path) -> ConsumptionCheck:
-        stats = parse_stats(_tail(build_log))
-        return ConsumptionCheck("llvm-bolt's own statistics (profiled, stale and re-laid-out functions)",
-                                stats.functions, stats.profiled - stats.stale, stats.stale)
-
-    def function_weights(self, profile_dir: Path, build_dir: Path, runner: Runner, scratch: Path) -> dict[str, int]:
-        """Function -> branch and call counts leaving it, from the merged profile."""
-        weights: dict[str, int] = {}
-        for line in (profile_dir / MERGED_FDATA).read_text().splitlines():
-            parts = line.split()
-            if _is_fdata_line(line):
-                weights[parts[1]] = weights.get(parts[1], 0) + int(parts[-1])
-        return weights
-
-    def overlap_figure(self, training: Path, benchmark: Path, runner: Runner) -> str | None:
-        return None
-
-
-def _is_fdata_line(line: str) -> bool:
-    """`<is sym> <name> <offset> <is sym> <name> <offset> <mispredicts> <count>`"""
-    parts = line.split()
-    return len(parts) == 8 and parts[-1].isdigit() and parts[0] in ("0", "1", "2")
-
-
-def fdata_total(path: Path) -> int:
-    return sum(int(line.split()[-1]) for line in path.read_text(errors="replace").splitlines()
-               if _is_fdata_line(line))
-
-
-def _tail(path: Path, limit: int = 2_000_000) -> str:
-    if not path.exists():
-        return ""
-    data = path.read_bytes()
-    return data[-limit:].decode(errors="replace")
-
-
-def bolt_profile(forks_backends: bool = False) -> BoltProfile:
-    """BOLT 16's call profiling (its tables of indirect-call targets live in the memory it shares
-    with forked children) made PostgreSQL backends overflow their stack inside BOLT's runtime within
-    a second of training (3 training runs of 3 here); without it the same training ran clean. Servers that fork
-    a backend per connection are therefore instrumented for branches only: block layout and
-    splitting keep their profile, function ordering sees hotness but no call edges."""
-    return BoltProfile(require("llvm-bolt"), require("merge-fdata"), instrument_calls=not forks_backends)
-
-
-# --- the phases ----------------------------------------------------------------
 
 class BoltSteps:
     """The BOLT phases of one build: files under <build>/final/bolt."""
 
-    def __init__(self, pipeline: "Pipeline"):
-        self.p = pipeline
-        self.tool = bolt_profile(pipeline.installation("final").forks_backends)
-        self.dir = pipeline.dir / "final" / "bolt"
+    def __init__(self, ctx: BoltContext):
+        self.ctx = ctx
+        self.tool = ctx.tool
+        self.dir = ctx.dir
         self.input = self.dir / "input"                 # the linked binary, as installed
         self.instrumented = self.dir / "instrumented"
         self.profile_dir = self.dir / "profile"
-
-    @property
-    def installed(self) -> Path:
-        return self.p.target.server_binary(self.p.install_dir("final"))
+        self.optimized = self.dir / "optimized"
 
     def keep_input(self) -> None:
-        """Called by the install phase: every BOLT phase starts from this copy."""
+        """Every BOLT phase starts from a copy of the server as the compile installed it. The instrument
+        phase runs again after every install (the phases chain), so this refreshes the copy; but it
+        also runs again alone (a new llvm-bolt), after bolt-optimize installed its output: an installed
+        binary equal to that output is BOLT's, and the copy kept before is still the input."""
+        if self.optimized.exists() and filecmp.cmp(self.ctx.installed, self.optimized, shallow=False):
+            self._require_input()
+            return
         self.dir.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(self.installed, self.input)
+        shutil.copy2(self.ctx.installed, self.input)
 
     def instrument(self) -> dict:
-        self._require_input()
-        runner = self.p.runner("bolt-instrument")
+        self.keep_input()
+        runner = self.ctx.runner("bolt-instrument")
         runner.run([self.tool.llvm_bolt, str(self.input), "-o", str(self.instrumented),
                     *self.tool.generate_flags(self.profile_dir, self.dir)], what="llvm-bolt -instrument")
         return {"instrumented_bytes": self.instrumented.stat().st_size}
 
     def train(self) -> dict:
-        return train_into(self.p, "final", "bolt-train", self.profile_dir, self.tool,
+        return train_into(self.ctx, "final", "bolt-train", self.profile_dir, self.tool,
                           server_binary=self.instrumented)
 
     def merge(self) -> dict:
-        result = self.tool.merge(self.profile_dir, self.p.runner("bolt-merge"))
+        result = self.tool.merge(self.profile_dir, self.ctx.runner("bolt-merge"))
         return {**result, "sealed": seal(self.profile_dir, self.tool)}
 
     def optimize(self) -> dict:
         self._require_input()
-        runner = self.p.runner("bolt-optimize")
-        optimized = self.dir / "optimized"
-        result = runner.run([self.tool.llvm_bolt, str(self.input), "-o", str(optimized),
+        runner = self.ctx.runner("bolt-optimize")
+        result = runner.run([self.tool.llvm_bolt, str(self.input), "-o", str(self.optimized),
                              *self.tool.use_flags(self.profile_dir, self.dir)], what="llvm-bolt optimize",
                             check=False)
         stats = parse_stats(result.output)
@@ -244,30 +99,25 @@ class BoltSteps:
             raise PgolabError(f"BOLT did not use the profile: {stats.describe()}", log=runner.log_path,
                               hint="the profile must come from this build's instrumented binary; "
                                    f"delete {self.dir} and build again")
-        shutil.copy2(optimized, self.installed)
-        self.p.reporter.message(f"BOLT: {stats.describe()}")
+        shutil.copy2(self.optimized, self.ctx.installed)
+        self.ctx.reporter.message(f"BOLT: {stats.describe()}")
         return {"stats": stats.as_dict()}
 
     def _require_input(self) -> None:
         if not self.input.exists():
             raise PgolabError(f"{self.input} (the binary BOLT starts from) is missing",
-                              hint=f"delete {self.p.dir / 'state.json'} and build again")
+                              hint=f"delete {self.ctx.state_file} and build again")
 
     def phases(self) -> list[Phase]:
         return [
             Phase("bolt-instrument", "BOLT: instrument the linked server",
                   {"options": self.tool.generate_flags(self.profile_dir, self.dir), "version": self.tool.version()},
                   self.instrument),
-            Phase("bolt-train", f"BOLT: training run ({self.p.request.train.label})",
-                  self.p.request.train.digest_input(), self.train),
+            Phase("bolt-train", f"BOLT: training run ({self.ctx.train.label})",
+                  self.ctx.train.digest_input(), self.train),
             Phase("bolt-merge", "BOLT: merge the .fdata profile", None, self.merge),
             Phase("bolt-optimize", "BOLT: lay out the server with the profile",
                   lambda: {"options": self.tool.use_flags(self.profile_dir, self.dir),
-                           "profile": self.p.sealed_profile_digest(self.profile_dir, self.tool, "bolt-train")},
+                           "profile": self.ctx.sealed_digest(self.profile_dir, self.tool, "bolt-train")},
                   self.optimize),
         ]
-
-
-def bolt_phases(pipeline: "Pipeline") -> list[Phase]:
-    """The BOLT phases that follow a `_bolt` variant's install (and profile check)."""
-    return BoltSteps(pipeline).phases()

@@ -4,64 +4,77 @@ from __future__ import annotations
 
 import re
 import shutil
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
 
-from ..phases import Phase
-
-if TYPE_CHECKING:
-    from ..build import Pipeline
+from ..phases import Phase, Reporter
+from ..toolchains import Toolchain
+from ..variants import FlagSet, Variant
+from .context import RunnerFactory
 
 NINJA_PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]")
 
 
-def compile_phases(p: "Pipeline", label: str = "", profile_input: bool = False) -> list[Phase]:
-    variant, flags = p.stage_flags("final")
+@dataclass
+class CompileContext:
+    """What a compile uses: the recipe and tree, the variant and its flags, where to build and install."""
+
+    target: object                # the server's recipe (targets/): configure, build, install argv
+    source: Path
+    variant: Variant
+    toolchain: Toolchain
+    flags: FlagSet                # the variant's flags as the recipe adapted them
+    build_dir: Path
+    install_dir: Path
+    profile_dir: Path             # the profile it reads (pgo=use), or compiles in (pgo=gen)
+    runner: RunnerFactory
+    reporter: Reporter
+    jobs: int
+    extra_args: list[str] = field(default_factory=list)
+    use_ccache: bool = True
+
+
+def compile_phases(ctx: CompileContext, label: str = "",
+                   profile_digest: Callable[[], str] | None = None) -> list[Phase]:
+    """configure, build, install. profile_digest: the profile the compile reads, by its digest
+    (an optimized build's configure depends on it)."""
+    flags = ctx.flags.as_dict()
     # A configure depends on its flags and, for the optimized build, the profile it reads.
-    if profile_input:
-        configure_input = lambda: {"flags": flags.as_dict(),  # noqa: E731
-                                   "profile": p.profile_owner.sealed_profile_digest(
-                                       p.profile_dir, p.profile_tool, "train")}
+    if profile_digest is not None:
+        configure_input = lambda: {"flags": flags, "profile": profile_digest()}  # noqa: E731
     else:
-        configure_input = flags.as_dict()
+        configure_input = flags
     what = f"{label} " if label else ""
     return [
-        Phase("configure", f"configure {what}build ({variant.name})", configure_input, lambda: configure(p)),
-        Phase("build", f"compile {what}build", flags.as_dict(), lambda: compile_(p)),
-        Phase("install", f"install {what}build", None, lambda: install(p)),
+        Phase("configure", f"configure {what}build ({ctx.variant.name})", configure_input, lambda: configure(ctx)),
+        Phase("build", f"compile {what}build", flags, lambda: compile_(ctx)),
+        Phase("install", f"install {what}build", None, lambda: install(ctx)),
     ]
 
 
-def configure(p: "Pipeline") -> dict:
-    build_dir = p.build_dir("final")
+def configure(ctx: CompileContext) -> dict:
     # Always from an empty directory: stale objects would hide a flag or profile change.
-    shutil.rmtree(build_dir, ignore_errors=True)
-    variant, flags = p.stage_flags("final")
-    runner = p.runner("configure")
-    use_ccache = p.request.use_ccache and not variant.is_pgo
-    for cmd in p.target.configure(p.request.source.path, build_dir, p.toolchain, flags, variant,
-                                  p.request.extra_args, use_ccache, p.profile_dir):
+    shutil.rmtree(ctx.build_dir, ignore_errors=True)
+    runner = ctx.runner("configure")
+    use_ccache = ctx.use_ccache and not ctx.variant.is_pgo
+    for cmd in ctx.target.configure(ctx.source, ctx.build_dir, ctx.toolchain, ctx.flags, ctx.variant,
+                                    ctx.extra_args, use_ccache, ctx.profile_dir):
         runner.run(cmd.argv, cwd=cmd.cwd, env=cmd.env, what=cmd.what)
-    return {"flags": flags.as_dict()}
+    return {"flags": ctx.flags.as_dict()}
 
 
-def compile_(p: "Pipeline") -> dict:
-    _, flags = p.stage_flags("final")
-
+def compile_(ctx: CompileContext) -> dict:
     def on_line(line: str) -> None:
         if m := NINJA_PROGRESS.match(line):
-            p.reporter.progress(int(m.group(1)), int(m.group(2)))
-    runner = p.runner("build", on_line)
-    for cmd in p.target.build(p.build_dir("final"), p.request.jobs, flags):
+            ctx.reporter.progress(int(m.group(1)), int(m.group(2)))
+    runner = ctx.runner("build", on_line)
+    for cmd in ctx.target.build(ctx.build_dir, ctx.jobs, ctx.flags):
         runner.run(cmd.argv, cwd=cmd.cwd, env=cmd.env, what=cmd.what)
     return {}
 
 
-def install(p: "Pipeline") -> dict:
-    _, flags = p.stage_flags("final")
-    install_dir = p.install_dir("final")
-    p.target.install(p.request.source.path, p.build_dir("final"), install_dir, p.runner("install"), flags)
-    binary = p.target.server_binary(install_dir)
-    if p.variant.bolt:
-        from .bolt import BoltSteps
-        BoltSteps(p).keep_input()
+def install(ctx: CompileContext) -> dict:
+    ctx.target.install(ctx.source, ctx.build_dir, ctx.install_dir, ctx.runner("install"), ctx.flags)
+    binary = ctx.target.server_binary(ctx.install_dir)
     return {"server_binary": str(binary), "binary_bytes": binary.stat().st_size}

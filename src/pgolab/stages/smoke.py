@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from ..phases import Phase
-
-if TYPE_CHECKING:
-    from ..build import Pipeline
+from ..phases import Phase, Reporter
+from .context import RunnerFactory, Serving
 
 
-def smoke_phase(p: "Pipeline") -> Phase:
-    return Phase("smoke", "start the server, query it, stop it cleanly", None, lambda: smoke(p))
+@dataclass
+class SmokeContext:
+    servers: Serving
+    runner: RunnerFactory
+    reporter: Reporter
 
 
-def smoke(p: "Pipeline") -> dict:
-    server = p.serve("final", "smoke", p.runner("smoke"))
+def smoke_phase(ctx: SmokeContext) -> Phase:
+    return Phase("smoke", "start the server, query it, stop it cleanly", None, lambda: smoke(ctx))
+
+
+def smoke(ctx: SmokeContext) -> dict:
+    server = ctx.servers.serve("final", "smoke", ctx.runner("smoke"))
     try:
         with server:
             version = server.query(server.installation.version_sql(), what="version query")
     finally:
-        p.discard(server, "smoke")
-    p.reporter.message(f"server answered: {version}")
+        ctx.servers.discard(server, "smoke")
+    ctx.reporter.message(f"server answered: {version}")
     return {"version": version}
