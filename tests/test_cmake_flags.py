@@ -3,10 +3,14 @@
 import json
 import subprocess
 
+import pytest
+
 from pgolab.targets.base import cmake_flags_include
 from pgolab.variants import FlagSet
 
 from conftest import need
+
+pytestmark = pytest.mark.slow   # real CMake configures, and a compiler builds, a tiny project
 
 
 def configure_tiny(tmp_path, flags: FlagSet, build_type="Release"):

@@ -56,6 +56,7 @@ def test_an_unused_profile_is_an_error(tmp_path):
     assert (check.objects, check.with_profile) == (1, 1)
 
 
+@pytest.mark.slow   # compiles, runs and recompiles with real clang
 def test_clang_consumption_is_read_from_the_objects(tmp_path):
     """Real clang: an object built with a profile has profile-driven sections, one without has not."""
     import subprocess

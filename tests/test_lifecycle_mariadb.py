@@ -15,6 +15,8 @@ from pgolab.targets import MariaDBInstallation
 
 from conftest import need
 
+pytestmark = pytest.mark.slow   # every test initialises and starts a real mariadbd (about 22 s in all)
+
 
 @pytest.fixture
 def mariadb(tmp_path):

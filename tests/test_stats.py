@@ -88,6 +88,7 @@ def _coverage(suites, wild):
     return {w: (float(np.mean(hits[w])), float(np.median(halves[w]))) for w in (False, True)}
 
 
+@pytest.mark.slow   # Monte Carlo over 150 simulated suites of 40 tests: 7-22 s on the 2 shared cores
 def test_a_few_wild_tests_neither_widen_the_steady_ones_nor_hide_in_the_pool():
     """As in the MariaDB proof (2 instances of 3 blocks; a scan whose instances differ by ~10 %):
     3 of 40 tests with an 8 % instance effect among steady ones at 0.5 %. One pool for all gave the
@@ -115,6 +116,7 @@ def test_a_steady_suite_rarely_loses_a_test_from_the_pool():
     assert np.mean([len(s.own) > 0 for s in suites]) <= 0.12
 
 
+@pytest.mark.slow   # Monte Carlo over 400 simulated A/A runs per case: 5-11 s each on the 2 shared cores
 @pytest.mark.parametrize("instances,instance_sd", [(2, 0.05), (3, 0.03), (4, 0.0)])
 def test_coverage_of_micro_and_suite_intervals_on_simulated_a_a_runs(instances, instance_sd):
     """95 % intervals on A/A data (no effect, with instance effects as measured on real machines)
@@ -184,6 +186,7 @@ def _one_test_of_six_targets(rng, blocks, sd, spike=0.0):
         yield label, obs, reference
 
 
+@pytest.mark.slow   # Monte Carlo over 2 x 150 simulated tests of six targets: 7 s on the 2 shared cores
 def test_clean_blocks_of_six_targets_are_almost_never_outliers():
     """A block is excluded when any target's ratio stands out. With 3 blocks per instance (as in
     the measurement proof) the MAD of a test's own 6 residuals, 2 of them zero by construction,

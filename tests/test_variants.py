@@ -131,6 +131,7 @@ def test_partial_training_elsewhere_is_refused(bad):
     assert "pgolab variants" in (err.value.hint or "")
 
 
+@pytest.mark.slow   # compiles with real gcc
 def test_this_gcc_accepts_the_partial_training_flags(tmp_path):
     """The real compiler takes a `_partial` build's flags (gcc 10 added the switch)."""
     import subprocess
@@ -191,6 +192,7 @@ def test_axis_pairs_of_a_version_series_stay_within_a_tree():
         ("mariadb-10.11.18:rel_o2nofp", "mariadb-10.11.18:rel")]
 
 
+@pytest.mark.slow   # compiles, trains and merges with real clang
 def test_a_context_sensitive_profile_completes_the_first_with_real_clang(tmp_path):
     """The whole `_cs` chain on a small program with clang's own tools: instrument, run, merge;
     compile with that profile and -fcs-profile-generate, run again, merge both (the merge reports
