@@ -23,8 +23,13 @@ def pytest_configure(config):
 
 
 def need(program: str) -> None:
-    if not shutil.which(program):
-        pytest.fail(f"{program} is not installed: run scripts/setup-system.sh")
+    """Skip the test when a program it runs is missing, naming the Debian package that provides it."""
+    if shutil.which(program):
+        return
+    from pgolab.toolchains import TOOLS
+    package = next((t.package for t in TOOLS if t.program == program), None)
+    fix = f"apt-get install {package}" if package else "install it"
+    pytest.skip(f"{program} is not installed: {fix} (scripts/setup-system.sh installs every tool)")
 
 
 def write_empty_clang_profile(target: Path) -> None:
@@ -50,8 +55,9 @@ def configure_variant(tree, name: str):
     if variant.pgo == "use" and variant.compiler == "clang":
         # clang reads the merged profile while compiling: give it a real, empty one.
         write_empty_clang_profile(pipeline.profile_dir / "default.profdata")
-    configure(pipeline)
-    build = pipeline.build_dir("final")
+    context = pipeline.compile_context()      # what the pipeline's configure phase is handed
+    configure(context)
+    build = context.build_dir
     cache = (build / "CMakeCache.txt").read_text()
     subprocess.run(["cmake", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", str(build)], check=True, capture_output=True)
     commands = {c["file"]: c["command"].split() for c in json.loads((build / "compile_commands.json").read_text())}
