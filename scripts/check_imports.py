@@ -37,16 +37,17 @@ LAYERS: dict[str, int] = {
     "stats": 0, "sysbench_output": 0,
     # running and logging commands; the phase engine; scratch folders
     "runner": 1, "phases": 1, "scratch": 1,
-    # source trees; the benchmark catalog; the training mix's SQL drivers; build.json
-    "sources": 2, "suite": 2, "mix": 2, "record": 2,
+    # source trees; the benchmark catalog; the training mix's SQL drivers
+    "sources": 2, "suite": 2, "mix": 2,
     # Debian's source packages; compilers and their tools
     "debian": 3, "toolchains": 3,
     # variant names, axes and flags (per compiler); profiles (gcc, clang, BOLT)
     "variants": 4, "profiles": 4,
     # per-server recipes; server processes; a build's folder
     "targets": 5, "server": 5, "layout": 5,
-    # training loads
-    "workloads": 6,
+    # training loads; build.json and what a run stores of each target (it names profiles' figures and
+    # asks a recipe for a build's installation)
+    "workloads": 6, "record": 6,
     # one module per kind of phase
     "stages": 7,
     # a build's plan and its chain of instrumented builds
@@ -55,7 +56,7 @@ LAYERS: dict[str, int] = {
     # of a run, the scheduler, the measures (qps, cost), run identity
     "measurement": 9, "document": 9,
     "store": 10, "fleet": 10,
-    "schedule": 11,
+    "schedule": 11, "analysis": 11,
     "measures": 12,
     "bench": 13,
     # the report model, then its renderers
@@ -74,15 +75,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     # profiles.bolt imports toolchains for llvm-bolt's paths: upward, and a cycle through profiles'
     # __init__. Whoever picks a build's profile tool (build, or profiles from a compiler name) should.
     ("toolchains", "profiles"): "CompilerFamily.profile_tool",
-    # BuildRecord.installation() asks the server's recipe for a runnable installation (in a
-    # function): targets should make it from a record (target_for(record.server).installation(...)).
-    ("record", "targets"): "BuildRecord.installation",
-    # build.json's fields typed with profiles' BoltStats and ConsumptionCheck: a record, read by the
-    # store and the report, then loads every profile kind; the two records belong below both.
-    ("record", "profiles"): "BoltStats, ConsumptionCheck",
-    # A Measure's report part is handed report.analysis.Analysis (typing only), and report.analysis
-    # imports measures: a cycle. The part should get what it reads from a lower module.
-    ("measures", "report.analysis"): "Analysis in Measure's signatures",
     # chain.MakeBuild's signature names build's BuildRequest, BuildResult and Pipeline (typing only),
     # and build imports chain: a cycle the interpreter never sees, a dependency all the same.
     ("chain", "build"): "MakeBuild's types",

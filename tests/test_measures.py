@@ -105,3 +105,15 @@ def test_each_measure_is_one_object_named_by_its_key():
     assert measures.measure("cost").identity()["cost_method"]["cache_geometry"]
     with pytest.raises(PgolabError, match="unknown measure"):
         measures.measure("latency")
+
+
+def test_a_sample_with_a_figure_the_table_does_not_define_is_refused(tmp_path):
+    from pgolab.host import Host
+    from pgolab.measurement import Step
+    store = Store(tmp_path / "s.sqlite")
+    run_id, _ = store.create_or_resume_run("r", server="x", base="a", suite="quick", options=BenchOptions(),
+                                           host=Host.this(), identity={}, command="test")
+    step = Step("qps", "point-1/point-query", 1, 1, 0, "a")
+    store.add(run_id, Sample(step, {"qps": 1.0, "cpu_us": 2.0}, 1.0), "point-1")
+    with pytest.raises(PgolabError, match="instructions"):
+        store.add(run_id, Sample(step, {"qps": 1.0, "instructions": 5.0}, 1.0), "point-1")

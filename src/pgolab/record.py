@@ -13,11 +13,19 @@ from pathlib import Path
 
 from . import paths
 from .errors import PgolabError
+from .profiles import BoltStats, ConsumptionCheck
 
 RECORD_FILE = "build.json"
 # build.json's format: 1 had no version field; 2 adds it; 3 adds code_bytes and bolt.
 # A newer file is refused, not misread.
 RECORD_VERSION = 3
+
+
+@dataclass(frozen=True)
+class ProfileOverlap:
+    training: str
+    benchmark: str          # what the profile was compared with
+    share: float            # 0..1 (profiles.OverlapReport.overlap)
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,8 @@ class BuildRecord:
     server_binary: str
     install_dir: str
     logs: str
+    # The parts below are stored as build.json holds them; read them through the typed properties
+    # (profile_use, bolt_stats, overlap), which know every version's shape.
     phases: dict = field(default_factory=dict)   # name -> seconds, cpu_seconds, attempts, finished
     build_seconds: float = 0.0
     build_cpu_seconds: float = 0.0
@@ -68,14 +78,38 @@ class BuildRecord:
         """The server version, as the source tree names it."""
         return self.source.version
 
+    @property
+    def profile_use(self) -> ConsumptionCheck | None:
+        """How the optimized compile used the profile (a PGO build's check-profile phase)."""
+        check = self.profile.get("check-profile")
+        if not check:
+            return None
+        return ConsumptionCheck(check.get("method", ""), check["objects"], check["with_profile"],
+                                check.get("mismatched", 0))
+
+    @property
+    def bolt_stats(self) -> BoltStats | None:
+        """llvm-bolt's own statistics of a _bolt build."""
+        stats = (self.bolt or {}).get("bolt-optimize", {}).get("stats")
+        if not stats:
+            return None
+        return BoltStats(**{f.name: stats.get(f.name, 0) for f in fields(BoltStats)})   # older: fewer counts
+
+    @property
+    def overlap(self) -> ProfileOverlap | None:
+        """What `pgolab profile-check` last found for this build's training."""
+        if not self.profile_check:
+            return None
+        return ProfileOverlap(self.profile_check.get("training", ""), self.profile_check["benchmark"],
+                              self.profile_check["overlap"])
+
     def summary(self) -> str:
         """One line for a run's targets table: what it is, its training, its profile's overlap."""
         text = self.description
         if self.training:
             text += f"; trained with {self.training}"
-        if self.profile_check:
-            text += (f"; profile overlap with {self.profile_check['benchmark']}: "
-                     f"{self.profile_check['overlap'] * 100:.1f}%")
+        if self.overlap:
+            text += f"; profile overlap with {self.overlap.benchmark}: {self.overlap.share * 100:.1f}%"
         return text
 
     # -- the build's folder --------------------------------------------------

@@ -18,7 +18,7 @@ from pathlib import Path
 from . import paths
 from .errors import PgolabError
 from .host import Host
-from .measurement import BenchOptions, Sample, Step
+from .measurement import BenchOptions, Sample, Step, figures
 from .record import TargetDescription, load_description
 
 STORE_VERSION = 2
@@ -257,6 +257,10 @@ class Store:
 
     def add(self, run_id: int, sample: Sample, group: str) -> None:
         s = sample.step
+        unknown = set(sample.values) - {f.key for f in figures(s.mode)}
+        if unknown:   # a figure nobody reads would be stored forever and never reported
+            raise PgolabError(f"internal: a {s.mode} sample carries {', '.join(sorted(unknown))}, which the figure "
+                              f"table (measurement.FIGURES) does not define for {s.mode}")
         with self.db:
             self.db.execute(
                 "INSERT INTO samples (run_id, mode, micro, grp, instance, block, position, label, vals, seconds, "

@@ -15,7 +15,7 @@ from ..document import Column, Table
 from ..schedule import Plan
 
 if TYPE_CHECKING:
-    from ..report.analysis import Analysis
+    from ..analysis import Analysis
     from ..store import StoredSample
 
 

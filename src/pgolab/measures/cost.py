@@ -37,7 +37,7 @@ from .callgrind import CACHE_GEOMETRY, CYCLE_FORMULA, Counts, function_names, va
 from .counting import Counted, counting_for
 
 if TYPE_CHECKING:
-    from ..report.analysis import Analysis
+    from ..analysis import Analysis
     from ..store import StoredSample
     from ..targets.base import CostEntry
 

@@ -25,7 +25,7 @@ from ..sysbench_output import SysbenchParseError, parse
 from .base import Measure
 
 if TYPE_CHECKING:
-    from ..report.analysis import Analysis
+    from ..analysis import Analysis
 
 RESUME_HINT = "stored samples are kept; fix the cause and run the same command to resume"
 

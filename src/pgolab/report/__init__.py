@@ -1,6 +1,6 @@
-"""The report of a stored run as one typed model (model.py); render.py writes it out.
+"""The report of a stored run as one typed model (document.py); render.py writes it out.
 
-analysis.py estimates, tables.py defines every table once, notes.py writes the prose; a measure
+pgolab.analysis estimates, tables.py defines every table once, notes.py writes the prose; a measure
 adds its own tables and notes. Ratios read the same way everywhere: > 1 means the variant is
 better (faster, or fewer CPU seconds, instructions or misses per query).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import PgolabError
 from ..measures import MEASURES
 from ..store import Store
-from .analysis import Analysis, analyse, series_pairs, tolerances_of
+from ..analysis import Analysis, analyse, series_pairs
 from ..document import Chart, Column, Report, Table
 from .notes import METHOD_NOTE, multiple_comparisons_note, noise_note
 from .tables import (axes_table, axis_summary_table, bolt_summary, build_cost_table, builds_list_table,
@@ -32,7 +32,7 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
         raise PgolabError(f"run {run.name!r} has no target {base!r}",
                           hint=f"its targets: {', '.join(labels)}")
     measures = list(MEASURES.values())
-    a = analyse(store, run.id, base, labels, tolerances_of(measures, run.options))
+    a = analyse(store, run.id, base, labels, {m.key: m.tolerance(run.options) for m in measures})
     samples = store.samples(run.id)
     tables = [builds_table(a)]
     tables += [t for t in (series_table(a), groups_table(a), axis_summary_table(a), axes_table(a), modes_table(a))

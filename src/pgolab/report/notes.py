@@ -6,7 +6,7 @@ from __future__ import annotations
 from .. import stats
 from ..measurement import BenchOptions
 from ..measures import Measure
-from .analysis import Analysis
+from ..analysis import Analysis
 from ..document import Table
 
 

@@ -7,9 +7,10 @@ import numpy as np
 
 from .. import labels as target_labels, stats
 from ..measurement import Figure
+from ..profiles import BoltStats
 from ..record import BuildRecord
 from ..store import StoredTarget
-from .analysis import Analysis
+from ..analysis import Analysis
 from ..document import Chart, Column, Table
 
 
@@ -200,26 +201,24 @@ def targets_table(targets: list[StoredTarget], methods: dict[str, dict[str, str]
                                         Column("description", "what"), *method_columns], rows)
 
 
-def bolt_summary(bolt: dict | None) -> str:
-    """BOLT's own statistics of a build record's `bolt` phases, in one cell ('' without BOLT)."""
-    s = (bolt or {}).get("bolt-optimize", {}).get("stats")
-    if not s:
+def bolt_summary(s: BoltStats | None) -> str:
+    """BOLT's own statistics of a build, in one cell ('' without BOLT)."""
+    if s is None:
         return ""
-    return (f"{s['reordered']} functions re-laid out, {s['profiled']} profiled of {s['functions']}, "
-            f"{s['matched_share']:.0%} matched")
+    return f"{s.reordered} functions re-laid out, {s.profiled} profiled of {s.functions}, {s.matched_share:.0%} matched"
 
 
 def builds_list_table(records: list[BuildRecord], title: str) -> Table:
     """Finished builds (`pgolab builds`): what each is, what it cost, its profile's use and its answer."""
     rows = []
     for r in records:
-        check = r.profile.get("check-profile")
+        used = r.profile_use
         rows.append({"build": r.label, "source": f"{r.server} {r.version}", "what": r.description,
                      "wall_min": f"{r.build_seconds / 60:.1f}", "cpu_min": f"{r.build_cpu_seconds / 60:.1f}",
                      "code_mib": f"{r.code_bytes / 2**20:.1f}" if r.code_bytes else "-",
                      "training": r.training or "-",
-                     "profile_used": f"{check['with_profile']}/{check['objects']} objects" if check else "-",
-                     "bolt": bolt_summary(r.bolt) or "-", "smoke": (r.smoke or "-")[:40],
+                     "profile_used": f"{used.with_profile}/{used.objects} objects" if used else "-",
+                     "bolt": bolt_summary(r.bolt_stats) or "-", "smoke": (r.smoke or "-")[:40],
                      "binary": r.server_binary})
     return Table("build_list", title,
                  [Column("build", "build"), Column("source", "source"), Column("what", "what"),
@@ -241,7 +240,7 @@ def build_cost_table(targets: list[StoredTarget], base: str) -> Table | None:
                      "cpu_min": (r.build_cpu_seconds or 0) / 60,
                      "code_mib": code / 2**20 if code else None,
                      "code_vs_base": code / base_code if code and base_code else None,
-                     "bolt": bolt_summary(r.bolt)})
+                     "bolt": bolt_summary(r.bolt_stats)})
     return Table("build_cost", "Build cost and code size",
                  [Column("build", "build"), Column("wall_min", "wall min"), Column("cpu_min", "CPU min"),
                   Column("code_mib", "code MiB"), Column("code_vs_base", "code vs base"), Column("bolt", "BOLT")],

@@ -1,5 +1,6 @@
 """The analysis of a stored run: estimates of every (figure, build) pair, and of the pairs a
-version series and the axis twins add, from the same paired blocks."""
+version series and the axis twins add, from the same paired blocks. The report's tables and each
+measure's own report parts read it."""
 
 from __future__ import annotations
 
@@ -8,12 +9,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import labels as target_labels, stats
-from ..measurement import FIGURES, Figure
-from ..measures import Measure
-from ..store import Store
-from ..suite import GROUPS
-from ..variants import AxisPair, axis_pairs
+from . import labels as target_labels, stats
+from .measurement import FIGURES, Figure
+from .store import Store
+from .suite import GROUPS
+from .variants import AxisPair, axis_pairs
 
 
 @dataclass
@@ -60,7 +60,8 @@ def series_pairs(labels: list[str]) -> list[tuple[str, str]]:
 
 def analyse(store: Store, run_id: int, base: str, labels: list[str],
             tolerances: dict[str, float | None]) -> Analysis:
-    """tolerances: per measure key, the repeatability bound its estimator adds (Measure.tolerance)."""
+    """tolerances: per measure key, the repeatability bound its estimator adds (Measure.tolerance); a
+    measure named there is analysed if the run holds its samples."""
     samples = store.samples(run_id)
     excluded = store.excluded(run_id)
     micros = list(dict.fromkeys(s.step.micro for s in samples))
@@ -96,6 +97,3 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
     return Analysis(base, variants, micros, group_of, suites, base_by_instance,
                     {k: float(np.mean(v)) for k, v in absolute.items()}, excluded, pairs, series, axes)
 
-
-def tolerances_of(measures: list[Measure], options) -> dict[str, float | None]:
-    return {m.key: m.tolerance(options) for m in measures}
