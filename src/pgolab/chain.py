@@ -16,17 +16,32 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Protocol
 
 from .phases import PrefixedReporter, Reporter
 from .stages.pgo import PROFILE_READY, TRAINING_PHASES
 from .variants import Variant
 
-if TYPE_CHECKING:
-    from .build import BuildRequest, BuildResult, Pipeline
 
-# How an upstream build of the chain is made: (request, reporter, source digest) -> its pipeline.
-MakeBuild = Callable[["BuildRequest", Reporter, str], "Pipeline"]
+class BuildOutcome(Protocol):
+    up_to_date: bool
+    digest: str          # of its last phase: what the build it feeds chains from
+
+
+class Build(Protocol):
+    """What the chain asks of an upstream build (a build.Pipeline)."""
+
+    variant: Variant
+    profile_dir: Path
+    instrumented: "Build | None"
+
+    def run(self, until: str | None = None) -> BuildOutcome: ...
+    def all_phases(self) -> dict: ...
+
+
+# How an upstream build of the chain is made: (request, reporter, source digest) -> the build. The
+# request is a build.BuildRequest: a dataclass with a variant and a label, copied with replace().
+MakeBuild = Callable[[Any, Reporter, str], Build]
 
 
 def stage_prefix(instrumented: Variant) -> str:
@@ -37,9 +52,9 @@ def stage_prefix(instrumented: Variant) -> str:
 class BuildChain:
     """The upstream builds of one build: its instrumented build, and the twin whose profile it reads."""
 
-    def __init__(self, request: "BuildRequest", reporter: Reporter, source_digest: str, make: MakeBuild):
-        self.instrumented: Pipeline | None = None
-        self.profile_twin: Pipeline | None = None
+    def __init__(self, request: Any, reporter: Reporter, source_digest: str, make: MakeBuild):
+        self.instrumented: Build | None = None
+        self.profile_twin: Build | None = None
         variant = request.variant
         if variant.bolt and variant.reads_profile:
             twin_variant = variant.without_bolt()
@@ -60,7 +75,7 @@ class BuildChain:
         """Where the profile of a build whose own profile folder is `own` lives."""
         return self.profile_twin.profile_dir if self.profile_twin is not None else own
 
-    def run_upstream(self) -> "BuildResult | None":
+    def run_upstream(self) -> BuildOutcome | None:
         """Builds (or finds up to date) what this build's profile comes from: the shared instrumented
         build, or the twin's chain up to its merge."""
         if self.profile_twin is not None:
