@@ -24,7 +24,8 @@ from .chain import BuildChain
 from .errors import PgolabError
 from .layout import BuildLayout, stop_leftover_processes, variant_dir
 from .phases import Phase, PhaseEngine, PhaseState, QuietReporter, Reporter, digest
-from .profiles import bolt_profile, sealed_digest
+from .profiles import sealed_digest
+from .profiles.bolt import bolt_profile
 from .record import BuildRecord
 from .runner import Runner
 from .sources import SourceTree, tree_digest

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from . import paths
 from .errors import PgolabError
-from .profiles import BoltStats, ConsumptionCheck
+from .profiles import ConsumptionCheck
+from .profiles.bolt import BoltStats
 
 RECORD_FILE = "build.json"
 # build.json's format: 1 had no version field; 2 adds it; 3 adds code_bytes and bolt.

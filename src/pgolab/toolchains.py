@@ -17,6 +17,8 @@ from typing import Protocol
 
 from . import paths
 from .errors import PgolabError
+from .profiles.clang import ClangProfile
+from .profiles.gcc import GccProfile
 from .runner import Runner
 
 LLVM_VERSION = "16"
@@ -191,7 +193,6 @@ class Gcc:
         return dict(AR=toolchain.ar, RANLIB=toolchain.ranlib, NM=toolchain.nm) if lto else {}
 
     def profile_tool(self, toolchain: Toolchain):
-        from .profiles.gcc import GccProfile    # profiles.bolt imports this module
         return GccProfile()
 
 
@@ -222,7 +223,6 @@ class Clang:
         return dict(AR=toolchain.ar, RANLIB=toolchain.ranlib, NM=toolchain.nm)
 
     def profile_tool(self, toolchain: Toolchain):
-        from .profiles.clang import ClangProfile
         return ClangProfile(toolchain.profdata)
 
 

@@ -4,11 +4,13 @@ base: the interface and what every kind shares (raw-file statistics, the trainin
 build-used checks); gcc and clang: the compilers' PGO profiles; bolt: BOLT's .fdata profile and
 llvm-bolt's statistics; sealing: a merged profile refused if counters arrived after its merge;
 overlap: how well a training's profile covers a benchmark's (`pgolab profile-check`).
+
+bolt is imported by name (`pgolab.profiles.bolt`), not from here: it finds llvm-bolt through
+toolchains, which makes gcc's and clang's profile tools; importing it here would close a loop.
 """
 
 from .base import (ConsumptionCheck, ProfileTool, RawProfileStats, files_digest, object_files, raw_stats,
                    require_raw_profiles, require_used)
-from .bolt import MERGED_FDATA, BoltProfile, BoltStats, bolt_profile, fdata_total, parse_stats
 from .clang import MERGED_PROFILE, ClangProfile, clang_object_used_profile
 from .gcc import GccProfile, gcda_name
 from .overlap import OverlapReport, overlap
@@ -17,7 +19,6 @@ from .sealing import SEAL, raw_digest, require_sealed, seal, sealed_digest
 __all__ = [
     "ConsumptionCheck", "ProfileTool", "RawProfileStats", "files_digest", "object_files", "raw_stats",
     "require_raw_profiles", "require_used",
-    "MERGED_FDATA", "BoltProfile", "BoltStats", "bolt_profile", "fdata_total", "parse_stats",
     "MERGED_PROFILE", "ClangProfile", "clang_object_used_profile",
     "GccProfile", "gcda_name",
     "OverlapReport", "overlap",

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import labels as target_labels, stats
 from ..measurement import Figure
-from ..profiles import BoltStats
+from ..profiles.bolt import BoltStats
 from ..record import BuildRecord
 from ..store import StoredTarget
 from ..analysis import Analysis
