@@ -53,7 +53,7 @@ def test_source_mysql_from_sid_leaves_the_machine_sources_alone(mysql_tree):
 
 # Two configures cover every axis: gcc and clang; o2nofp and -O3; native; LTO on, and LTO explicitly
 # off under FPROFILE_USE (which turns MySQL's WITH_LTO default on); PGO instrumented and optimized.
-AXES_SUBSET = ["rel_o2nofp_native_lto_pgo_gen", "rel_pgo_use_clang"]
+AXES_SUBSET = ["rel_o2nofp_native_lto_pgo_gen", "rel_pgo_use", "rel_pgo_use_clang"]
 
 
 @pytest.mark.slow
@@ -81,6 +81,14 @@ def test_configure_uses_mysql_own_options(mysql_tree, name):
     # The profile flags are MySQL's own, pointed at pgolab's profile folder.
     option = "-fprofile-generate" if variant.pgo == "gen" else "-fprofile-use"
     assert f"{option}={pipeline.profile_dir}" in argv
+    # MySQL's own cmake/fprofile.cmake adds gcc's atomic counters to the instrumented build, and
+    # -fprofile-correction and -fprofile-partial-training to the optimized one; pgolab keeps them.
+    if variant.compiler == "gcc" and variant.pgo == "gen":
+        assert "-fprofile-update=prefer-atomic" in argv
+    if variant.compiler == "gcc" and variant.pgo == "use":
+        assert "-fprofile-correction" in argv and "-fprofile-partial-training" in argv
+    if variant.pgo != "none":
+        assert cached("REPRODUCIBLE_BUILD") == "ON", "FPROFILE_* turns MySQL's reproducible build on"
     if variant.lto:
         assert any(a.startswith("-flto") for a in argv)
     else:
