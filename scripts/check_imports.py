@@ -34,6 +34,7 @@ PACKAGE = "pgolab"
 LAYERS: dict[str, int] = {
     # no pgolab imports: errors, folders, /proc, ELF sections, labels, the host, statistics, parsing
     "__init__": 0, "errors": 0, "paths": 0, "processes": 0, "elf": 0, "labels": 0, "host": 0,
+    "reproducible": 0,
     "stats": 0, "sysbench_output": 0,
     # running and logging commands; the phase engine; scratch folders
     "runner": 1, "phases": 1, "scratch": 1,
@@ -51,6 +52,8 @@ LAYERS: dict[str, int] = {
     "workloads": 6, "record": 6,
     # one module per kind of phase
     "stages": 7,
+    # a PGO build's profile as a file: exported from a build's record, read by the PGO stage
+    "profile_file": 7,
     # a build's plan and its chain of instrumented builds
     "build": 8, "chain": 8,
     # the bench side: steps and figures, the report's document model, the store, data and servers

@@ -24,9 +24,13 @@ def test_every_command_is_checked():
     assert {"build", "bench", "matrix", "report", "source", "builds"} <= set(COMMANDS)
 
 
-@pytest.mark.parametrize("command", ["", *COMMANDS])
+SUBCOMMANDS = [(group, sub) for group, cmd in typer.main.get_command(app).commands.items()
+               for sub in getattr(cmd, "commands", {})]     # pgolab profile export, ...
+
+
+@pytest.mark.parametrize("command", ["", *COMMANDS, *(" ".join(pair) for pair in SUBCOMMANDS)])
 def test_help_names_no_python_type(command):
-    text = help_of(*filter(None, [command]))
+    text = help_of(*command.split())
     found = sorted({m.group(0) for m in PYTHON_TYPES.finditer(text)})
     assert not found, f"pgolab {command} --help shows {found}:\n{text}"
 

@@ -145,6 +145,25 @@ def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tr
     assert record["profile_check"]["overlap"] == check.overlap
     assert json.loads((vdir / "profile-check.json").read_text())["training"] == "mix"
 
+    # The trained profile as a file: built from it in another home, with no instrumented build and no
+    # training, the optimized build is the trained one to the byte.
+    exported = home / "exported" / "rel_pgo_use.profile.tgz"
+    export = subprocess.run(pgolab("profile", "export", variant.name, "-o", str(exported)),
+                            capture_output=True, text=True, timeout=600)
+    assert export.returncode == 0, export.stdout + export.stderr
+    elsewhere = {**os.environ, "PGOLAB_HOME": str(home / "elsewhere")}
+    from_file = subprocess.run(pgolab("build", str(pg_tree.path), "--variant", variant.name, "--profile", str(exported),
+                                      "--json"), capture_output=True, text=True, timeout=3000, env=elsewhere)
+    assert from_file.returncode == 0, from_file.stdout + from_file.stderr
+    imported = json.loads(from_file.stdout)[0]
+    assert not any(k.startswith("gen-") or k == "train" for k in imported["phases"]), imported["phases"]
+    assert imported["training"] == "mix (imported from rel_pgo_use.profile.tgz)"
+    assert imported["binary_digest"] == record["binary_digest"], "built from the exported profile, not the same binary"
+    # A profile is read only by a build of what made it: here, another instrumented variant.
+    refused = subprocess.run(pgolab("build", str(pg_tree.path), "--variant", "rel_lto_pgo_use", "--profile",
+                                    str(exported)), capture_output=True, text=True, timeout=600, env=elsewhere)
+    assert refused.returncode != 0 and "instrumented_variant" in refused.stderr, refused.stderr
+
 
 # The matrix subset CI runs covers every axis in two builds: gcc, -O3 and PGO in the base (the gcc
 # pipeline's build above, same training: found up to date, as CI time needs), and clang with

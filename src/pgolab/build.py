@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, elf
+from . import __version__, elf, profile_file, reproducible
 from .chain import BuildChain
 from .errors import PgolabError
 from .layout import BuildLayout, stop_leftover_processes, variant_dir
@@ -28,11 +28,11 @@ from .profiles import sealed_digest
 from .profiles.bolt import bolt_profile
 from .record import BuildRecord
 from .runner import Runner
-from .sources import SourceTree, tree_digest
+from .sources import SourceTree, file_digest, tree_digest
 from .stages.bolt import BoltContext, bolt_phases
 from .stages.compile import CompileContext, compile_phases
 from .stages.context import Runners, SealedDigest, Servers
-from .stages.pgo import PgoContext, pgo_phases
+from .stages.pgo import PROFILE_IMPORT, PgoContext, pgo_phases
 from .stages.smoke import SmokeContext, smoke_phase
 from .targets import target_for
 from .toolchains import toolchain as find_toolchain
@@ -52,6 +52,7 @@ class BuildRequest:
     use_ccache: bool = True
     smoke: bool = True
     label: str | None = None   # the build's folder name; lets one variant be built with several trainings
+    profile_file: Path | None = None   # a PGO build compiles with this exported profile instead of training
 
     @property
     def name(self) -> str:
@@ -120,16 +121,19 @@ class Pipeline:
         owner = self._stage_owner(stage)
         flags = flags_for(owner.variant, self.toolchain, profile_dir=owner.profile_dir,
                           build_dir=owner.build_dir("final"))
+        flags.compile += reproducible.prefix_map_flags(self.request.source.path, owner.build_dir("final"))
+        if owner.variant.is_pgo:
+            flags.compile.append(reproducible.NO_RECORDED_SWITCHES)
         return owner.variant, self.target.adapt_flags(owner.variant, flags)
 
     # -- what the stages are handed -----------------------------------------
     @property
     def runners(self) -> Runners:
-        extra_env = {}
+        extra_env = reproducible.build_env(self.request.source.path)
         if self.variant.writes_profile:
             # Instrumented programs run while building (configure checks, build-time tools) and by
             # the smoke test would otherwise leave counters in the directory compiled into the build.
-            extra_env = self.profile_tool.redirect_env(self.profile_dir, self.layout.incidental_profile_dir)
+            extra_env |= self.profile_tool.redirect_env(self.profile_dir, self.layout.incidental_profile_dir)
         return Runners(self.logs, extra_env)
 
     @property
@@ -156,14 +160,19 @@ class Pipeline:
             extra_args=self.request.extra_args, use_ccache=self.request.use_ccache)
 
     def pgo_context(self) -> PgoContext:
-        assert self.instrumented is not None
         owner = self.profile_owner
+        imported = self.request.profile_file if owner is self else None   # a _bolt build: its twin imports
+        if imported is None:
+            assert self.instrumented is not None
+        expected = profile_file.expected_identity(self.request.source.server, self.source_digest,
+                                                  self.variant.instrumented().name, self.toolchain.versions())
         return PgoContext(
             compile=self.compile_context(), tool=self.profile_tool, profile_dir=self.profile_dir,
-            instrumented_profile_dir=self.instrumented.profile_dir,
-            first_profile=self.instrumented.profile_dir if self.variant.cs else None,
-            trains=owner is self, sealed_digest=owner.read_sealed(), build_log=self.layout.log("build"),
-            train=self.request.train, runner=self.runners, servers=self.servers, reporter=self.reporter)
+            instrumented_profile_dir=self.instrumented.profile_dir if self.instrumented else self.profile_dir,
+            first_profile=self.instrumented.profile_dir if self.variant.cs and self.instrumented else None,
+            trains=owner is self and imported is None, sealed_digest=owner.read_sealed(),
+            build_log=self.layout.log("build"), train=self.request.train, runner=self.runners,
+            servers=self.servers, reporter=self.reporter, profile_file=imported, expected=expected)
 
     def bolt_context(self) -> BoltContext:
         servers = self.servers
@@ -217,6 +226,13 @@ class Pipeline:
         """This build's phases and, prefixed, those of its chain of instrumented builds (chain.py)."""
         return self.chain.record_phases(dict(self.state.phases) if self.state is not None else {})
 
+    def training_label(self, phases: dict) -> str | None:
+        """The training its profile came from: its own (or its twin's), or the imported file's."""
+        imported = phases.get(PROFILE_IMPORT)
+        if imported:
+            return f"{imported['training']} (imported from {Path(imported['file']).name})"
+        return self.request.train.label if (self.instrumented or self.variant.bolt) else None
+
     def write_record(self, versions: dict) -> BuildRecord:
         assert self.state is not None
         phases = self.all_phases()
@@ -232,7 +248,7 @@ class Pipeline:
             toolchain=versions,
             flags={stage: self.stage_flags(stage)[1].as_dict()
                    for stage in (["gen", "final"] if self.instrumented else ["final"])},
-            training=self.request.train.label if (self.instrumented or self.variant.bolt) else None,
+            training=self.training_label(phases),
             instrumented_build=str(self.instrumented.dir) if self.instrumented else None,
             server_binary=str(binary),
             install_dir=str(self.install_dir("final")),
@@ -242,9 +258,10 @@ class Pipeline:
                     for k, v in phases.items()},
             build_seconds=round(sum(v["seconds"] for v in phases.values()), 1),
             build_cpu_seconds=round(sum(v.get("cpu_seconds") or 0 for v in phases.values()), 1),
-            profile={k: phases[k] for k in ("merge", "check-profile") if k in phases},
+            profile={k: phases[k] for k in ("merge", PROFILE_IMPORT, "check-profile") if k in phases},
             smoke=phases.get("smoke", {}).get("version"),
             code_bytes=elf.code_bytes(binary) if binary.exists() else None,
+            binary_digest=file_digest(binary) if binary.exists() else None,
             bolt={k: phases[k] for k in ("bolt-merge", "bolt-optimize") if k in phases} or None,
             profile_check=json.loads(check.read_text()) if check.exists() else None,
         )

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from .phases import PrefixedReporter, Reporter
-from .stages.pgo import PROFILE_READY, TRAINING_PHASES
+from .stages.pgo import PROFILE_IMPORT, PROFILE_READY, TRAINING_PHASES
 from .variants import Variant
 
 
@@ -55,6 +55,7 @@ class BuildChain:
     def __init__(self, request: Any, reporter: Reporter, source_digest: str, make: MakeBuild):
         self.instrumented: Build | None = None
         self.profile_twin: Build | None = None
+        self.imports = getattr(request, "profile_file", None) is not None
         variant = request.variant
         if variant.bolt and variant.reads_profile:
             twin_variant = variant.without_bolt()
@@ -62,7 +63,8 @@ class BuildChain:
             self.profile_twin = make(replace(request, variant=twin_variant, label=label),
                                      PrefixedReporter("twin-", reporter), source_digest)
             self.instrumented = self.profile_twin.instrumented
-        elif variant.reads_profile:
+        elif variant.reads_profile and not self.imports:
+            # (Given a profile file, the build compiles with it: no instrumented build, no training.)
             gen_variant = variant.instrumented()
             # The _pgo_gen build holds no training and is shared by every label; a _pgo_csgen build
             # holds its training's profile, so a labelled training gets one of its own.
@@ -79,7 +81,7 @@ class BuildChain:
         """Builds (or finds up to date) what this build's profile comes from: the shared instrumented
         build, or the twin's chain up to its merge."""
         if self.profile_twin is not None:
-            return self.profile_twin.run(until=PROFILE_READY)
+            return self.profile_twin.run(until=PROFILE_IMPORT if self.imports else PROFILE_READY)
         if self.instrumented is not None:
             return self.instrumented.run()
         return None
@@ -88,9 +90,9 @@ class BuildChain:
         """A build's own phases and, prefixed, those of its chain of instrumented builds; a build that
         reads its twin's profile adds the twin's phases that made it (training, merge, the chain)."""
         if self.profile_twin is not None:
-            prefix = stage_prefix(self.instrumented.variant)
+            prefix = stage_prefix(self.instrumented.variant) if self.instrumented is not None else None
             made_profile = {k: v for k, v in self.profile_twin.all_phases().items()
-                            if k in TRAINING_PHASES or k.startswith(prefix)}
+                            if k in (*TRAINING_PHASES, PROFILE_IMPORT) or (prefix and k.startswith(prefix))}
             return {**made_profile, **own}
         if self.instrumented is not None:
             prefix = stage_prefix(self.instrumented.variant)

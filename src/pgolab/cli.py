@@ -259,6 +259,9 @@ def build_cmd(
     label: Optional[str] = typer.Option(None, "--label", metavar="NAME",
                                         help="name of the build (default: the variant name); "
                                              "build one PGO variant with several trainings under different labels"),
+    profile: Optional[Path] = typer.Option(None, "--profile", metavar="FILE",
+                                           help="compile a PGO variant with this exported profile "
+                                                "(pgolab profile export) instead of training"),
 ) -> None:
     """Build variants; a PGO variant runs the whole pipeline (instrument, train, merge, optimize)."""
     tree = _resolve_source(source_arg)
@@ -266,12 +269,14 @@ def build_cmd(
     parsed = [variants_mod.parse(v) for v in variant]
     if label and len(parsed) > 1:
         raise PgolabError("--label names one build", hint="give one --variant with --label")
+    if profile and (len(parsed) > 1 or not parsed[0].reads_profile):
+        raise PgolabError("--profile is the profile of one PGO build", hint="give one PGO --variant, e.g. rel_pgo_use")
     console.print(f"source: {tree.server} {tree.version} at {tree.path}")
     records = []
     for v in parsed:
         console.rule(f"{v.name}: {v.describe()}")
-        request = BuildRequest(tree, v, spec, jobs=jobs, extra_args=list(cmake_arg),
-                               use_ccache=not no_ccache, smoke=not no_smoke, label=label)
+        request = BuildRequest(tree, v, spec, jobs=jobs, extra_args=list(cmake_arg), use_ccache=not no_ccache,
+                               smoke=not no_smoke, label=label, profile_file=profile.absolute() if profile else None)
         with _progress_display() as progress:
             result = run_build(request, RichReporter(progress))
         if result.up_to_date:
@@ -526,6 +531,26 @@ def report_cmd(
         sys.stdout.write(writers[fmt]())
     else:
         raise PgolabError(f"unknown format {fmt!r}", hint="terminal, markdown, html, csv or json")
+
+
+profile_app = typer.Typer(cls=_Group, no_args_is_help=True, help="A PGO build's training profile as a file.")
+app.add_typer(profile_app, name="profile")
+
+
+@profile_app.command("export", cls=_Command)
+def profile_export_cmd(
+    build_label: str = typer.Argument(..., metavar="BUILD", help="a finished PGO build's label, e.g. rel_pgo_use"),
+    out_file: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="where to write the profile"),
+    source: Optional[Path] = typer.Option(None, "--source", metavar="DIR",
+                                          help="the build of this source tree (default: the newest build of BUILD)"),
+) -> None:
+    """Write a PGO build's merged profile with what it was made from (source digest, instrumented
+    variant, compiler, training); `pgolab build SOURCE --variant V --profile FILE` compiles with it."""
+    from .profile_file import export_build
+    identity = export_build(build_label, source, out_file)
+    console.print(f"{out_file}: {identity.files} files ({identity.bytes / 1024:.0f} KiB) of {identity.made_by}, "
+                  f"trained with {identity.training}; for {identity.instrumented_variant} of {identity.server} "
+                  f"{identity.source_version} (source {identity.source_digest[:10]})")
 
 
 @app.command("profile-check", cls=_Command)

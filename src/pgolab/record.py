@@ -17,9 +17,9 @@ from .profiles import ConsumptionCheck
 from .profiles.bolt import BoltStats
 
 RECORD_FILE = "build.json"
-# build.json's format: 1 had no version field; 2 adds it; 3 adds code_bytes and bolt.
-# A newer file is refused, not misread.
-RECORD_VERSION = 3
+# build.json's format: 1 had no version field; 2 adds it; 3 adds code_bytes and bolt; 4 adds
+# binary_digest. A newer file is refused, not misread.
+RECORD_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,9 @@ class BuildRecord:
     profile: dict = field(default_factory=dict)  # merge and check-profile figures
     smoke: str | None = None
     code_bytes: int | None = None   # executable sections of the server binary
+    # sha256 of the server binary: "the same build" is this digest, wherever it was built (None
+    # before version 4)
+    binary_digest: str | None = None
     bolt: dict | None = None        # BOLT's own statistics, for _bolt variants
     profile_check: dict | None = None
     record_version: int = RECORD_VERSION

@@ -54,6 +54,8 @@ class ProfileTool(Protocol):
     def merge(self, profile_dir: Path, runner: Runner, first: Path | None = None) -> dict:
         """The raw files in profile_dir into the profile a build reads; `first`: the profile folder
         a context-sensitive training's counters complete."""
+    def read_files(self, profile_dir: Path) -> list[Path]:
+        """The merged profile's files, those an optimized compile reads (what `profile export` ships)."""
     def digest(self, profile_dir: Path) -> str: ...
     def check_used(self, build_dir: Path, profile_dir: Path, build_log: Path) -> ConsumptionCheck: ...
     def function_weights(self, profile_dir: Path, build_dir: Path, runner: Runner,

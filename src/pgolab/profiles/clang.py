@@ -71,8 +71,11 @@ class ClangProfile:
                                   hint="the _pgo_csgen build's compile lacked -fcs-profile-generate: see its build.json")
         return result
 
+    def read_files(self, profile_dir: Path) -> list[Path]:
+        return [profile_dir / MERGED_PROFILE]
+
     def digest(self, profile_dir: Path) -> str:
-        return files_digest([profile_dir / MERGED_PROFILE])
+        return files_digest(self.read_files(profile_dir))
 
     def check_used(self, build_dir: Path, profile_dir: Path, build_log: Path) -> ConsumptionCheck:
         """Each object is inspected for what only a profile produces (clang_object_used_profile)."""

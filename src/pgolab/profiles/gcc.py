@@ -48,8 +48,11 @@ class GccProfile:
             raise PgolabError("internal: gcc has no context-sensitive profile to merge")
         return {"merged": None}     # gcc reads the .gcda files as they are
 
+    def read_files(self, profile_dir: Path) -> list[Path]:
+        return sorted(profile_dir.glob("*.gcda"))
+
     def digest(self, profile_dir: Path) -> str:
-        return files_digest(sorted(profile_dir.glob("*.gcda")))
+        return files_digest(self.read_files(profile_dir))
 
     def check_used(self, build_dir: Path, profile_dir: Path, build_log: Path) -> ConsumptionCheck:
         """Every object of the optimized build is matched to the .gcda file the instrumented

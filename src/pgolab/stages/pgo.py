@@ -9,9 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from .. import profile_file
 from ..paths import chown_tree
+from ..profile_file import ProfileIdentity
 from ..phases import Phase, Reporter
 from ..profiles import ProfileTool, raw_stats, require_raw_profiles, require_used, seal
+from ..sources import file_digest
 from ..workloads import TrainingSpec, run_training
 from .compile import CompileContext, compile_phases
 from .context import RunnerFactory, SealedDigest, Serving
@@ -19,6 +22,8 @@ from .context import RunnerFactory, SealedDigest, Serving
 # The phases that make a PGO build's profile; a _bolt build reads its twin's and has none of them.
 TRAINING_PHASES = ("train", "merge")
 PROFILE_READY = TRAINING_PHASES[-1]    # run a pipeline up to this phase and its profile can be read
+# A build given a profile file (`pgolab build --profile FILE`) has this phase instead of them.
+PROFILE_IMPORT = "profile-import"
 
 
 class TrainingContext(Protocol):
@@ -46,19 +51,28 @@ class PgoContext:
     runner: RunnerFactory
     servers: Serving
     reporter: Reporter
+    # Instead of a training: a profile file, and what it must have been made from.
+    profile_file: Path | None = None
+    expected: ProfileIdentity | None = None
 
 
 def pgo_phases(ctx: PgoContext) -> list[Phase]:
     spec = ctx.train
-    training = [
-        Phase("train", f"training run ({spec.label}, {spec.seconds}s)", spec.digest_input(), lambda: train(ctx)),
-        Phase("merge", "profile merge and statistics", None, lambda: merge(ctx)),
-    ] if ctx.trains else []
+    if ctx.profile_file is not None:
+        made = [Phase(PROFILE_IMPORT, f"profile from {ctx.profile_file.name} (no instrumented build, no training)",
+                      {"file": file_digest(ctx.profile_file)}, lambda: import_profile(ctx))]
+        first = PROFILE_IMPORT
+    else:
+        made = [
+            Phase("train", f"training run ({spec.label}, {spec.seconds}s)", spec.digest_input(), lambda: train(ctx)),
+            Phase("merge", "profile merge and statistics", None, lambda: merge(ctx)),
+        ] if ctx.trains else []
+        first = "train"
     label = "context-sensitive instrumented" if ctx.compile.variant.writes_profile else "optimized"
     return [
-        *training,
+        *made,
         *compile_phases(ctx.compile, label,
-                        profile_digest=lambda: ctx.sealed_digest(ctx.profile_dir, ctx.tool, "train")),
+                        profile_digest=lambda: ctx.sealed_digest(ctx.profile_dir, ctx.tool, first)),
         Phase("check-profile", "check that the optimized build used the profile", None, lambda: check(ctx)),
     ]
 
@@ -98,6 +112,15 @@ def merge(ctx: PgoContext) -> dict:
     stats = raw_stats(ctx.profile_dir, ctx.tool)
     return {**result, "raw_files": stats.files, "raw_bytes": stats.bytes,
             "sealed": seal(ctx.profile_dir, ctx.tool)}
+
+
+def import_profile(ctx: PgoContext) -> dict:
+    assert ctx.profile_file is not None and ctx.expected is not None
+    identity = profile_file.unpack(ctx.profile_file, ctx.expected, ctx.tool, ctx.profile_dir)
+    ctx.reporter.message(f"profile of {identity.made_by}, trained with {identity.training}: "
+                         f"{identity.files} files, {identity.bytes / 1024:.0f} KiB")
+    return {"file": str(ctx.profile_file.absolute()), "training": identity.training, "made_by": identity.made_by,
+            "files": identity.files, "sealed": seal(ctx.profile_dir, ctx.tool)}
 
 
 def check(ctx: PgoContext) -> dict:

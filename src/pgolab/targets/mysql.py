@@ -55,6 +55,8 @@ class MySQLTarget(MariaDBTarget):
         opts = [f"-D{k}={v}" for k, v in MYSQL_CMAKE_OPTIONS.items()]
         # Always explicit: FPROFILE_USE turns WITH_LTO's default on.
         opts.append(f"-DWITH_LTO={'ON' if variant.lto else 'OFF'}")
+        # MySQL's own prefix maps and no build timestamps (its FPROFILE_* turn it on too).
+        opts.append("-DREPRODUCIBLE_BUILD=ON")
         if variant.pgo == "gen":
             opts += ["-DFPROFILE_GENERATE=ON", f"-DFPROFILE_DIR={profile_dir}"]
         elif variant.reads_profile:   # a _pgo_csgen build adds -fcs-profile-generate (kept by adapt_flags)

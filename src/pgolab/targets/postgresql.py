@@ -13,6 +13,12 @@ from .base import Cmd, CostEntry, unprivileged_user
 
 POSTGRESQL_CONFIGURE_OPTIONS = ["--without-icu", "--without-readline", "--without-llvm"]
 
+# The prefix every build is configured for, whatever its folder: postgres compiles it in (and the
+# configure line, for the pg_config view), so a folder of this machine's would make two homes' builds
+# differ. PostgreSQL finds its share and lib folders relative to its binary, so the tree installed
+# elsewhere runs as it is. "postgresql" in it keeps share/ without a subfolder, as before.
+INSTALL_PREFIX = "/pgolab/postgresql"
+
 # What pgolab builds and installs: the server and what initialising, running and
 # querying a cluster needs (not ecpg, the other client programs or the test tools).
 # Each is `make -C <dir>` and then `make -C <dir> install`, in this order.
@@ -62,7 +68,7 @@ class PostgreSQLTarget:
         cc = toolchain.cc
         if use_ccache and shutil.which("ccache"):
             cc = f"ccache {cc}"
-        argv = [str(tree / "configure"), f"--prefix={build_dir.parent / 'install'}",
+        argv = [str(tree / "configure"), f"--prefix={INSTALL_PREFIX}",
                 *POSTGRESQL_CONFIGURE_OPTIONS, *extra_args, f"CC={cc}"]
         for key in ("AR", "RANLIB"):
             if key in flags.tools:
@@ -93,10 +99,16 @@ class PostgreSQLTarget:
 
     def install(self, tree: Path, build_dir: Path, install_dir: Path, runner: Runner,
                 flags: FlagSet) -> None:
+        """Into a staging folder through DESTDIR, then moved to install_dir: the binaries were
+        configured for INSTALL_PREFIX and find their files relative to where they are."""
         shutil.rmtree(install_dir, ignore_errors=True)
+        staging = install_dir.with_name(install_dir.name + ".staging")
+        shutil.rmtree(staging, ignore_errors=True)
         for d in install_dirs(tree):
-            runner.run(["make", "-C", str(build_dir / d), "install", *self.make_vars(flags)],
+            runner.run(["make", "-C", str(build_dir / d), "install", f"DESTDIR={staging}", *self.make_vars(flags)],
                        what=f"make install ({d})")
+        (staging / INSTALL_PREFIX.lstrip("/")).rename(install_dir)
+        shutil.rmtree(staging)
 
     def server_binary(self, install_dir: Path) -> Path:
         return install_dir / "bin" / "postgres"

@@ -1,0 +1,149 @@
+"""A PGO build's training profile as a file: exported with what it was made from, checked and
+unpacked by a build that compiles with it instead of training (`pgolab profile export`,
+`pgolab build --profile FILE`).
+
+The file is a gzipped tar: `pgolab-profile.json` (the identity below) and `profile/`, the merged
+profile's files as the profile tool reads them (gcc: one .gcda per object, named by the object's
+path in the build; clang: default.profdata). A build reads it only if the source tree (by digest),
+the instrumented variant and the compiler (by version) are those that made it: the profile's
+counters belong to that instrumented binary, and gcc's to that compiler's object layout.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from .errors import PgolabError
+from .host import Host
+from .profiles import ProfileTool, files_digest
+from .record import BuildRecord
+from .toolchains import toolchain
+from .variants import parse as parse_variant
+
+FORMAT = 1
+IDENTITY_FILE = "pgolab-profile.json"
+PROFILE_FOLDER = "profile"
+
+
+@dataclass(frozen=True)
+class ProfileIdentity:
+    """What a profile was made from; a build that reads it must match the first four."""
+    server: str
+    source_digest: str
+    instrumented_variant: str      # the build that was trained (rel_pgo_gen, rel_lto_pgo_gen_clang, ...)
+    compiler: dict                 # the toolchain's versions (gcc, g++ / clang, clang++, lld, llvm-profdata)
+    source_version: str
+    training: str                  # the training load's label
+    profile_digest: str            # of the files under profile/, as the profile tool digests them
+    files: int
+    bytes: int
+    made_by: str                   # the build that trained it: label, binary digest, host
+    format: int = FORMAT
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str) -> "ProfileIdentity":
+        version = data.get("format")
+        if not isinstance(version, int) or version > FORMAT:
+            raise PgolabError(f"{where} is a profile file of format {version!r}; this pgolab reads up to {FORMAT}",
+                              hint="upgrade pgolab, or export the profile again with this one")
+        known = {f.name for f in fields(cls)}
+        missing = known - set(data) - {"format"}
+        if missing:
+            raise PgolabError(f"{where} lacks {', '.join(sorted(missing))}", hint="export the profile again")
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def mismatch(self, expected: "ProfileIdentity") -> list[str]:
+        """The fields that make this profile unreadable for a build expecting `expected`."""
+        checked = ("server", "source_digest", "instrumented_variant", "compiler")
+        return [f"{name} (profile: {getattr(self, name)}, build: {getattr(expected, name)})"
+                for name in checked if getattr(self, name) != getattr(expected, name)]
+
+
+def expected_identity(server: str, source_digest: str, instrumented_variant: str, compiler: dict) -> ProfileIdentity:
+    """What a build needs of a profile (the other fields are the profile's own)."""
+    return ProfileIdentity(server, source_digest, instrumented_variant, compiler, "", "", "", 0, 0, "")
+
+
+def export_build(label: str, source: Path | None, out: Path) -> ProfileIdentity:
+    """`pgolab profile export`: the profile of the newest finished build of that label (or the one
+    from that source tree) to `out`."""
+    record = BuildRecord.find(label, source)
+    variant = parse_variant(record.variant)
+    if not variant.reads_profile:
+        raise PgolabError(f"{label} ({record.variant}) is not a PGO build: it read no profile",
+                          hint="export a PGO build's, e.g. rel_pgo_use")
+    if variant.bolt:
+        twin = variant.without_bolt().name
+        raise PgolabError(f"{label} compiled with the profile of its twin {twin}",
+                          hint=f"export that one: pgolab profile export {twin}")
+    return export(record, variant.instrumented().name, toolchain(variant.compiler).profile,
+                  record.dir / "profile", out)
+
+
+def export(record: BuildRecord, instrumented_variant: str, tool: ProfileTool, profile_dir: Path, out: Path) -> ProfileIdentity:
+    """Write a finished PGO build's profile with its identity to `out`."""
+    files = tool.read_files(profile_dir)
+    if not files or not all(f.is_file() for f in files):
+        raise PgolabError(f"{record.label} has no merged profile in {profile_dir}",
+                          hint=f"build it first: pgolab build SOURCE --variant {record.variant}")
+    identity = ProfileIdentity(
+        server=record.server, source_digest=record.source.digest, instrumented_variant=instrumented_variant,
+        compiler=record.toolchain, source_version=record.version, training=record.training or "",
+        profile_digest=files_digest(files), files=len(files), bytes=sum(f.stat().st_size for f in files),
+        made_by=f"{record.label} (binary {(record.binary_digest or 'not recorded')[:12]}) on {Host.this().cpu}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".partial")
+    with tarfile.open(tmp, "w:gz") as tar:
+        data = json.dumps(identity.as_dict(), indent=2).encode()
+        info = tarfile.TarInfo(IDENTITY_FILE)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+        for f in files:
+            tar.add(f, arcname=f"{PROFILE_FOLDER}/{f.name}", recursive=False)
+    tmp.replace(out)
+    return identity
+
+
+def read_identity(path: Path) -> ProfileIdentity:
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            member = tar.extractfile(IDENTITY_FILE)
+            if member is None:
+                raise KeyError(IDENTITY_FILE)
+            return ProfileIdentity.from_dict(json.loads(member.read()), str(path))
+    except (OSError, tarfile.TarError, KeyError, json.JSONDecodeError) as exc:
+        raise PgolabError(f"{path} is not a pgolab profile file: {exc}",
+                          hint="give a file written by `pgolab profile export`")
+
+
+def unpack(path: Path, expected: ProfileIdentity, tool: ProfileTool, profile_dir: Path) -> ProfileIdentity:
+    """The profile into `profile_dir` (emptied first), after checking it belongs to this build;
+    refused, naming the fields that differ, if it does not."""
+    identity = read_identity(path)
+    differing = identity.mismatch(expected)
+    if differing:
+        raise PgolabError(f"the profile in {path} was not made for this build: {'; '.join(differing)} differ",
+                          hint="export the profile of a build of this source and variant with this compiler")
+    if profile_dir.exists():
+        for old in profile_dir.iterdir():
+            if old.is_file():
+                old.unlink()
+    profile_dir.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "r:gz") as tar:
+        for member in tar.getmembers():
+            if member.isfile() and member.name.startswith(PROFILE_FOLDER + "/") and "/" not in member.name[len(PROFILE_FOLDER) + 1:]:
+                source = tar.extractfile(member)
+                assert source is not None
+                (profile_dir / Path(member.name).name).write_bytes(source.read())
+    got = files_digest(tool.read_files(profile_dir))
+    if got != identity.profile_digest:
+        raise PgolabError(f"the profile in {path} does not match its own digest (damaged in transfer?)",
+                          hint="export it again")
+    return identity

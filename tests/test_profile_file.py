@@ -1,0 +1,77 @@
+"""A PGO profile as a file (issue 30): exported with its identity, refused by a build it was not
+made for (naming the field), unpacked byte for byte (pure logic on a real gcc profile tool)."""
+
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from pgolab import profile_file
+from pgolab.errors import PgolabError
+from pgolab.profiles import GccProfile
+from pgolab.record import BuildRecord
+
+COMPILER = {"gcc": "12.2.0", "g++": "12.2.0"}
+
+
+def trained_build(tmp_path: Path) -> BuildRecord:
+    build = tmp_path / "builds" / "postgresql-15.18-0123456789" / "rel_pgo_use"
+    profile = build / "profile"
+    profile.mkdir(parents=True)
+    for name, data in (("src#backend#main#main.gcda", b"\x01\x02"), ("src#backend#tcop#postgres.gcda", b"\x03" * 100)):
+        (profile / name).write_bytes(data)
+    (profile / "ignored.txt").write_text("not part of the profile")
+    return BuildRecord(label="rel_pgo_use", variant="rel_pgo_use", description="gcc PGO", server="postgresql",
+                       source={"path": "/s", "version": "15.18", "digest": "ab" * 32}, toolchain=COMPILER, flags={},
+                       server_binary=f"{build}/final/install/bin/postgres", install_dir=f"{build}/final/install",
+                       logs=f"{build}/logs", training="mix (150s)", binary_digest="cd" * 32)
+
+
+def expected(**changes) -> profile_file.ProfileIdentity:
+    fields = {"server": "postgresql", "source_digest": "ab" * 32, "instrumented_variant": "rel_pgo_gen",
+              "compiler": COMPILER} | changes
+    return profile_file.expected_identity(**fields)
+
+
+def test_an_exported_profile_unpacks_into_another_build_as_it_was(tmp_path):
+    record = trained_build(tmp_path)
+    out = tmp_path / "exported" / "pg.profile.tgz"
+    identity = profile_file.export(record, "rel_pgo_gen", GccProfile(), record.dir / "profile", out)
+    assert identity.files == 2 and identity.bytes == 102 and identity.training == "mix (150s)"
+    assert sorted(tarfile.open(out).getnames()) == ["pgolab-profile.json", "profile/src#backend#main#main.gcda",
+                                                    "profile/src#backend#tcop#postgres.gcda"]
+    target = tmp_path / "elsewhere" / "profile"
+    target.mkdir(parents=True)
+    (target / "stale.gcda").write_bytes(b"an earlier profile")
+    got = profile_file.unpack(out, expected(), GccProfile(), target)
+    assert got == identity
+    assert sorted(p.name for p in target.iterdir()) == ["src#backend#main#main.gcda", "src#backend#tcop#postgres.gcda"]
+    assert GccProfile().digest(target) == GccProfile().digest(record.dir / "profile")
+
+
+@pytest.mark.parametrize("field, value", [("source_digest", "ef" * 32), ("instrumented_variant", "rel_lto_pgo_gen"),
+                                          ("compiler", {"gcc": "13.1.0", "g++": "13.1.0"}), ("server", "mariadb")])
+def test_a_profile_made_for_another_build_is_refused_naming_the_field(tmp_path, field, value):
+    record = trained_build(tmp_path)
+    out = tmp_path / "p.tgz"
+    profile_file.export(record, "rel_pgo_gen", GccProfile(), record.dir / "profile", out)
+    with pytest.raises(PgolabError, match=f"{field} \\(profile: .*, build: .*\\) differ"):
+        profile_file.unpack(out, expected(**{field: value}), GccProfile(), tmp_path / "target")
+
+
+def test_a_file_that_is_no_profile_or_from_a_newer_pgolab_says_what_to_do(tmp_path):
+    junk = tmp_path / "junk.tgz"
+    junk.write_bytes(b"not a tarball")
+    with pytest.raises(PgolabError, match="not a pgolab profile file"):
+        profile_file.read_identity(junk)
+    with pytest.raises(PgolabError, match="upgrade pgolab"):
+        profile_file.ProfileIdentity.from_dict({"format": profile_file.FORMAT + 1}, "x")
+
+
+def test_a_build_without_a_profile_has_nothing_to_export(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path))
+    record = trained_build(tmp_path)
+    record.variant = record.label = "rel_o2nofp"
+    record.save()
+    with pytest.raises(PgolabError, match="not a PGO build"):
+        profile_file.export_build("rel_o2nofp", None, tmp_path / "p.tgz")
