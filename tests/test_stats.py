@@ -1,9 +1,20 @@
-"""The statistics on synthetic data whose answer is known."""
+"""The statistics on synthetic data whose answer is known.
+
+The Monte Carlo checks of interval coverage at the end are built to fail a wrong method in either
+direction: each counts, over independent simulated runs, how often an interval holds the truth, at
+95 % (too narrow shows) and at 50 % (too wide shows too: doubling a 50 % interval makes it cover
+about 82 %), and accepts the count only inside the binomial range a correct method stays in with
+probability 1 − CHECK_FAIL_RATE. Each also runs the estimator with its intervals halved and doubled
+(monkeypatched) on the same simulated data and asserts that the check rejects both. Their seeds
+vary from run to run (PGOLAB_TEST_SEED=N repeats one; a failure message names it).
+"""
 
 import math
+import os
 
 import numpy as np
 import pytest
+from scipy import stats as scipy_stats
 
 from pgolab import stats
 from pgolab.stats import Observation, SuiteEstimates
@@ -260,7 +271,9 @@ def test_a_deterministic_figure_measured_once_uses_its_repeatability():
                               tolerance=0.005)
     e = suite.micro("m")
     assert e.value == pytest.approx(1.1) and e.low == pytest.approx(1.1 / 1.005, rel=1e-3)
-    assert e.verdict() == "faster" and suite.micro("n").verdict() == "same"
+    # A cost-model figure is cheaper, never faster; its estimate carries the bound and no df.
+    assert e.verdict() == "cheaper" and suite.micro("n").verdict() == "same"
+    assert e.bound == 0.005 and e.df is None and suite.summary().df is None
     assert suite.summary().low < suite.summary().value < suite.summary().high
 
 
@@ -271,7 +284,7 @@ def test_exact_figures_do_not_inherit_the_noise_of_repeated_ones():
            "write": [Observation(1, b, math.log(1.0) + d) for b, d in enumerate([-0.1, 0.05, 0.08])]}
     suite = SuiteEstimates.of(obs, tolerance=0.005)
     read, write = suite.micro("read"), suite.micro("write")
-    assert read.half_width < 0.006 and read.verdict() == "faster"
+    assert read.half_width < 0.006 and read.verdict() == "cheaper"
     assert write.half_width > 0.1 and write.verdict() == "inconclusive"
     assert suite.summary(["read"]).half_width < 0.006
 
@@ -291,19 +304,263 @@ def test_a_server_state_offset_shared_by_every_test_stays_in_the_cost_interval()
     # A real effect is still resolved.
     real = SuiteEstimates.of({k: [Observation(1, o.block, o.log_ratio + math.log(1.07)) for o in v]
                               for k, v in obs.items()}, tolerance=0.005)
-    assert real.summary().verdict() == "faster" and real.summary().low > 1.05
+    assert real.summary().verdict() == "cheaper" and real.summary().low > 1.05
 
 
-def test_cost_intervals_cover_a_shared_server_offset_in_simulated_a_a_runs():
-    """Coverage on synthetic A/A cost runs: each run's copy has its own state offset (sd 0.2 %),
-    shared by its 9 repeated tests, plus repeat noise (sd 0.1 %). The 95 % summary interval
-    must contain 1.0 in at least 95 % of runs."""
-    rng = np.random.default_rng(11)
-    covered = 0
-    runs = 2000
-    for _ in range(runs):
+# -- Monte Carlo checks that can fail a wrong method in both directions ----------------------------
+
+CHECK_FAIL_RATE = 0.001     # chance that one coverage check rejects a method whose coverage is in its band
+
+
+def accepted(hits: int, runs: int, band: tuple[float, float], fail_rate: float = CHECK_FAIL_RATE) -> bool:
+    """Is `hits` of `runs` independent intervals holding the truth what a method covering with a
+    probability inside `band` gives? The range runs from the fail_rate/2 quantile of Bin(runs,
+    band[0]) to the 1 − fail_rate/2 quantile of Bin(runs, band[1]): a correct method falls outside
+    it with probability at most fail_rate, half on each side."""
+    low = scipy_stats.binom.ppf(fail_rate / 2, runs, band[0])
+    high = scipy_stats.binom.isf(fail_rate / 2, runs, band[1])
+    return low <= hits <= high
+
+
+def test_the_binomial_check_rejects_both_directions_and_rarely_a_correct_method():
+    assert accepted(950, 1000, (0.94, 0.96)) and accepted(380, 400, (0.93, 0.98))
+    assert not accepted(900, 1000, (0.94, 0.96)) and not accepted(1000, 1000, (0.94, 0.96))
+    # A method covering 95 % is rejected in about CHECK_FAIL_RATE of checks, never more.
+    low, high = (scipy_stats.binom.ppf(CHECK_FAIL_RATE / 2, 1000, 0.95),
+                 scipy_stats.binom.isf(CHECK_FAIL_RATE / 2, 1000, 0.95))
+    assert accepted(int(low), 1000, (0.95, 0.95)) and not accepted(int(low) - 1, 1000, (0.95, 0.95))
+    draws = np.random.default_rng(0).binomial(1000, 0.95, 200_000)
+    assert np.mean((draws < low) | (draws > high)) <= CHECK_FAIL_RATE
+
+
+@pytest.fixture
+def seed():
+    """A new seed each run (the checks' pass rules hold for any), or PGOLAB_TEST_SEED's."""
+    return int(os.environ.get("PGOLAB_TEST_SEED") or np.random.SeedSequence().entropy % 2**32)
+
+
+def scaled_intervals(factor: float):
+    """The estimator with every interval `factor` times as wide (its standard errors scaled): a
+    deliberately broken method for the checks to catch."""
+    real = stats._t_estimate
+
+    def broken(mean_log, variance, df, n, margin=stats.EQUIVALENCE_MARGIN, bound=None):
+        return real(mean_log, None if variance is None else variance * factor ** 2, df, n, margin, bound)
+    return broken
+
+
+def holds(e: stats.Estimate, truth: float, confidence: float) -> bool:
+    low, high = e.interval(confidence)
+    return low <= truth <= high
+
+
+def coverage_checks(runs: list, estimates, bands: dict[str, tuple[float, float]]) -> dict[str, tuple[int, bool]]:
+    """For each simulated run (suite, truths) and each named interval, whether it holds its truth;
+    per (name, confidence) the count and whether `accepted` takes it. `estimates(suite, truths)`
+    yields (name, estimate, truth); bands are keyed "name@95" and "name@50"."""
+    hits: dict[str, int] = {k: 0 for k in bands}
+    for suite, truths in runs:
+        for name, e, truth in estimates(suite, truths):
+            for confidence in (0.95, 0.5):
+                key = f"{name}@{round(confidence * 100)}"
+                hits[key] += holds(e, truth, confidence)
+    return {k: (hits[k], accepted(hits[k], len(runs), bands[k])) for k in bands}
+
+
+def check_both_directions(monkeypatch, runs, estimates, bands, seed) -> None:
+    """The correct estimator passes every check; halved and doubled intervals each fail one."""
+    found = coverage_checks(runs, estimates, bands)
+    assert all(ok for _, ok in found.values()), f"seed {seed} (PGOLAB_TEST_SEED={seed} repeats it): {found}"
+    for factor in (0.5, 2.0):
+        with monkeypatch.context() as m:
+            m.setattr(stats, "_t_estimate", scaled_intervals(factor))
+            broken = coverage_checks(runs, estimates, bands)
+        assert not all(ok for _, ok in broken.values()), f"seed {seed}: intervals x{factor} not caught: {broken}"
+
+
+def heavy(rng, sd, size=None):
+    """Student's t with 3 df scaled to standard deviation sd: heavy tails (kurtosis infinite)."""
+    return sd * rng.standard_t(3, size) / math.sqrt(3.0)
+
+
+@pytest.mark.slow   # Monte Carlo over 400 simulated suites: 8-25 s on the 2 shared cores
+def test_qps_intervals_hold_under_heavy_tails_in_both_directions(monkeypatch, seed):
+    """Blocks and instance effects (a server's offset for its whole life) drawn from t with 3 df,
+    12 tests of 3 instances of 4 blocks, true effects spread from 0.9 to 1.1. One test's interval
+    and the suite's, per simulated run, hold the truth at 95 % and 50 %. Bands: the estimator's
+    coverage on Gaussian and t3 data measured at 0.95-0.97 (95 %) and 0.50-0.55 (50 %) over 800
+    runs each; a correct method fails this test in at most 4 × CHECK_FAIL_RATE of runs. Halving
+    the intervals gives about 0.70 and 0.26, doubling about 1.0 and 0.82: each outside its band
+    with near certainty at 400 runs."""
+    rng = np.random.default_rng(seed)
+    runs = []
+    for _ in range(400):
+        effects = np.exp(rng.uniform(math.log(0.9), math.log(1.1), 12))
+        obs = {}
+        for m, effect in enumerate(effects):
+            u, e = heavy(rng, 0.02, 3), heavy(rng, 0.03, (3, 4))
+            obs[f"m{m}"] = [Observation(i, b, math.log(effect) + u[i] + e[i, b]) for i in range(3) for b in range(4)]
+        runs.append((SuiteEstimates.of(obs), {"m0": effects[0], "suite": stats.geometric_mean(effects)}))
+    bands = {"m0@95": (0.93, 0.98), "m0@50": (0.45, 0.60), "suite@95": (0.93, 0.98), "suite@50": (0.45, 0.60)}
+    check_both_directions(monkeypatch, runs, lambda s, t: [("m0", s.micro("m0"), t["m0"]),
+                                                           ("suite", s.summary(), t["suite"])], bands, seed)
+
+
+@pytest.mark.slow   # Monte Carlo over 300 simulated runs of 10 tests: 6-20 s on the 2 shared cores
+def test_qps_intervals_hold_when_tests_share_the_machines_drift(monkeypatch, seed):
+    """Slices as a run takes them, test after test: the machine's speed drifts slowly over the
+    whole run (an AR(1) of 3 % standard deviation, shared by consecutive tests, so raw slices of
+    neighbouring tests are strongly correlated), every server start has its own heavy-tailed offset
+    (t3, 2 %) for its whole life, and each slice its own t3 noise (2 %); targets alternate A B | B A
+    within and between blocks. The paired ratios (stats.paired_observations) must cancel the shared
+    drift: one test's interval and the suite's hold the truth. Bands and failure rate as in the
+    heavy-tail test."""
+    rng = np.random.default_rng(seed)
+    effects = {f"t{m}": e for m, e in enumerate([0.95, 1.0, 1.0, 1.02, 1.05, 1.1, 0.98, 1.0, 1.03, 1.07])}
+    runs = []
+    for _ in range(300):
+        drift, values = 0.0, {}
+        for micro, effect in effects.items():
+            for instance in range(3):
+                offset = {"a": heavy(rng, 0.02), "b": heavy(rng, 0.02)}
+                for block in range(4):
+                    order = ("a", "b") if (instance + block) % 2 == 0 else ("b", "a")
+                    for label in order:
+                        drift = 0.98 * drift + rng.normal(0, 0.03 * math.sqrt(1 - 0.98 ** 2))
+                        speed = drift + offset[label] + heavy(rng, 0.02) + (math.log(effect) if label == "b" else 0)
+                        values[(micro, instance, block, label)] = 1000 * math.exp(speed)
+        obs = stats.paired_observations(values, "a", "b", +1)
+        truths = {"t0": effects["t0"], "suite": stats.geometric_mean(list(effects.values()))}
+        runs.append((SuiteEstimates.of(obs), truths))
+    bands = {"t0@95": (0.93, 0.98), "t0@50": (0.45, 0.60), "suite@95": (0.93, 0.98), "suite@50": (0.45, 0.60)}
+    check_both_directions(monkeypatch, runs, lambda s, t: [("t0", s.micro("t0"), t["t0"]),
+                                                           ("suite", s.summary(), t["suite"])], bands, seed)
+
+
+BOUND = 0.005                                         # MariaDB's and MySQL's repeatability bound
+BOUND_SD = math.log(1 + BOUND) / scipy_stats.norm.ppf(0.975)     # what the estimator takes it for
+
+
+@pytest.mark.slow   # Monte Carlo over 1000 simulated cost runs of 40 tests: 4-10 s on the 2 shared cores
+def test_cost_intervals_hold_a_lasting_per_target_offset_in_both_directions(monkeypatch, seed):
+    """Cost mode keeps one server per target for the whole suite, so a server's state offset lasts
+    through every test: the tests' errors are correlated through it, completely. Simulated at the
+    size the bound assumes (a 95 % bound of ±0.5 %), with 30 read-only tests measured once and 10
+    that write, repeated 3 times with 2 % repeat noise; true effects from 0.8 to 1.25. A read-only
+    test's interval is then exact (coverage 0.95 and 0.50), the suite's close to it. A correct method
+    fails in at most 4 × CHECK_FAIL_RATE of runs; halved intervals cover about 0.68 and 0.26,
+    doubled about 1.0 and 0.82, far outside the bands at 1000 runs."""
+    rng = np.random.default_rng(seed)
+    runs = []
+    for _ in range(1000):
+        effects = np.exp(rng.uniform(math.log(0.8), math.log(1.25), 40))
+        offset = rng.normal(0, BOUND_SD)
+        obs = {f"r{m}": [Observation(1, 1, math.log(effects[m]) + offset)] for m in range(30)}
+        obs |= {f"w{m}": [Observation(1, b, math.log(effects[30 + m]) + offset + rng.normal(0, 0.02))
+                          for b in (1, 2, 3)] for m in range(10)}
+        truths = {"r0": effects[0], "suite": stats.geometric_mean(effects)}
+        runs.append((SuiteEstimates.of(obs, tolerance=BOUND), truths))
+    bands = {"r0@95": (0.94, 0.96), "r0@50": (0.47, 0.53), "suite@95": (0.93, 0.97), "suite@50": (0.45, 0.56)}
+    check_both_directions(monkeypatch, runs, lambda s, t: [("r0", s.micro("r0"), t["r0"]),
+                                                           ("suite", s.summary(), t["suite"])], bands, seed)
+
+
+def test_cost_intervals_cover_a_shared_server_offset_in_simulated_a_a_runs(monkeypatch, seed):
+    """Coverage on synthetic A/A cost runs: each run's copy has its own state offset (sd 0.2 %, under
+    the bound's assumed 0.255 %), shared by its 9 repeated tests, plus repeat noise (sd 0.1 %). The
+    summary interval must hold 1.0 as often as that predicts, P(|Z| < z × 0.2557 / 0.2009): 0.987
+    at 95 %, above 95 % as a bound should be, and 0.609 at 50 %, which only a right width gives.
+    Bands 0.98-0.992 and 0.585-0.635 for the repeats' estimated variance; at 500 runs a correct
+    method fails in at most 2 × CHECK_FAIL_RATE of runs, while halved intervals (0.79 and 0.33) and
+    doubled ones (1.000 and 0.91) are rejected practically always."""
+    rng = np.random.default_rng(seed)
+    runs = []
+    for _ in range(500):
         offset = rng.normal(0, 0.002)
         obs = {f"t{i}": [Observation(1, b, offset + rng.normal(0, 0.001)) for b in (1, 2, 3)] for i in range(9)}
-        s = SuiteEstimates.of(obs, tolerance=0.005).summary()
-        covered += s.low <= 1.0 <= s.high
-    assert covered / runs >= 0.95
+        runs.append((SuiteEstimates.of(obs, tolerance=0.005), 1.0))
+    spread = math.hypot(BOUND_SD, 0.001 / math.sqrt(27)) / math.hypot(0.002, 0.001 / math.sqrt(27))
+    predicted = {c: 2 * scipy_stats.norm.cdf(scipy_stats.norm.ppf(0.5 + c / 2) * spread) - 1 for c in (0.95, 0.5)}
+    assert 0.98 < predicted[0.95] < 0.992 and 0.585 < predicted[0.5] < 0.635
+    bands = {"suite@95": (0.98, 0.992), "suite@50": (0.585, 0.635)}
+    check_both_directions(monkeypatch, runs, lambda s, truth: [("suite", s.summary(), truth)], bands, seed)
+
+
+# -- p-values, Holm, leave-one-out -----------------------------------------------------------------
+
+def test_p_values_agree_with_the_intervals_and_verdicts():
+    rng = np.random.default_rng(31)
+    for _ in range(500):
+        se, df = rng.uniform(0.001, 0.05), rng.uniform(1, 60)
+        bound = 0.005 if rng.random() < 0.3 else None
+        e = stats._t_estimate(rng.normal(0, 0.04), se * se, df, 6, bound=bound)
+        verdict = e.verdict()
+        assert (e.p_value() < 0.05) == (verdict in stats.CLAIMS)
+        if verdict not in stats.CLAIMS:
+            assert (e.equivalence_p() <= 0.05) == (verdict == "same")
+        # One estimate in its family: the adjusted verdict is the verdict.
+        assert stats.adjusted_verdicts([e]) == [verdict]
+    assert stats.Estimate(1.1, None, None, 1).p_value() is None
+
+
+def test_holm_adjusts_known_p_values_and_leaves_untested_ones_out():
+    assert stats.holm([0.01, 0.04, 0.03, None, 0.5]) == pytest.approx([0.04, 0.09, 0.09, None, 0.5], abs=1e-12)
+    assert stats.holm([0.2, 0.9]) == [0.4, 0.9] and stats.holm([]) == []
+    assert stats.holm([0.6, 0.6]) == [1.0, 1.0]
+
+
+def _family(rng, effects, se=0.005, df=8):
+    """Estimates as the estimator makes them: log ratio = log effect + se·T(df)."""
+    return [stats._t_estimate(math.log(e) + se * rng.standard_t(df), se * se, df, 6) for e in effects]
+
+
+def test_holm_keeps_the_chance_of_any_false_claim_in_a_table_at_5_percent(seed):
+    """40 tests where nothing differs: uncorrected, 87 % of such tables hold a false 'faster' or
+    'slower'; under Holm at most 5 %. The check accepts a rate up to 5 % (binomial, 500 tables,
+    failing a correct method in at most CHECK_FAIL_RATE / 2 of runs) and rejects the uncorrected
+    verdicts. Holm still finds real effects: 10 tests 5 % faster among 30 with none, all found in
+    nearly every table (5 % is 9.8 standard errors; Holm's bar for 40 tests about 4.6)."""
+    rng = np.random.default_rng(seed)
+    tables = [_family(rng, [1.0] * 40) for _ in range(500)]
+    limit = scipy_stats.binom.isf(CHECK_FAIL_RATE / 2, len(tables), 0.05)
+    any_false = sum(any(v in stats.CLAIMS for v in stats.adjusted_verdicts(t)) for t in tables)
+    assert any_false <= limit, f"seed {seed}: {any_false} of {len(tables)}"
+    uncorrected = sum(any(v in stats.CLAIMS for v in stats.adjusted_verdicts(t, adjust=lambda p: p)) for t in tables)
+    assert uncorrected > limit
+    found = [stats.adjusted_verdicts(_family(rng, [1.05] * 10 + [1.0] * 30))[:10] for _ in range(100)]
+    assert np.mean([v == "faster" for f in found for v in f]) > 0.97
+
+
+def test_leaving_a_test_out_is_the_estimator_on_the_rest():
+    rng = np.random.default_rng(41)
+    data = simulate(rng, [1.0] * 12, 2, 3, 0.02, 0.02)
+    data["wild"] = [Observation(i, b, rng.normal(0, 0.2) + 0.3 * i) for i in range(2) for b in range(3)]
+    suite = SuiteEstimates.of(data)
+    for key in ("m3", "wild"):
+        left = suite.without(key)
+        fresh = SuiteEstimates.of({k: v for k, v in data.items() if k != key})
+        assert left.summary().fmt() == fresh.summary().fmt() and set(left.own) == set(fresh.own)
+        assert left.component == fresh.component
+
+
+def test_the_leave_one_out_pools_are_the_pool_of_the_others():
+    rng = np.random.default_rng(42)
+    data = simulate(rng, [1.0] * 9, 3, 3, 0.03, 0.02)
+    spreads = [stats.InstanceSpread.of(stats.MicroData.of(v)) for v in data.values()]
+    for j, pool in enumerate(stats._pools_leaving_each_out(spreads)):
+        alone = stats._pool(spreads[:j] + spreads[j + 1:])
+        assert pool.variance == pytest.approx(alone.variance, rel=1e-9, abs=1e-15)
+        assert pool.df == pytest.approx(alone.df, rel=1e-9)
+
+
+def test_a_verdict_carried_by_one_test_or_an_exclusion_is_fragile():
+    def e(value, low, high):
+        return stats.Estimate(value, low, high, 10, df=20, log_se=math.log(high / low) / 2 / 2.086)
+    full = e(1.02, 1.012, 1.028)
+    steady = stats.sensitivity(full, None, {"a": e(1.021, 1.013, 1.029), "b": e(1.019, 1.011, 1.027)})
+    assert steady.robust and steady.verdict == "faster"
+    flipped = stats.sensitivity(full, e(1.01, 0.985, 1.036), {"a": e(1.021, 1.013, 1.029),
+                                                             "big": e(1.004, 0.996, 1.012),
+                                                             "mid": e(1.008, 0.999, 1.017)})
+    assert not flipped.robust and flipped.with_excluded == "inconclusive"
+    assert [k for k, _ in flipped.flips] == ["big", "mid"]       # the most influential first

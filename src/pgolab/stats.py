@@ -23,11 +23,21 @@ separate instances, so independent), again with Satterthwaite degrees of freedom
 With one instance per microbenchmark s_u² cannot be estimated; the interval then
 covers block noise only, and the report says so.
 
-Verdicts: "faster"/"slower" when the 95% interval excludes 1.0; "same" when the 90%
-interval lies inside the equivalence margin (two one-sided tests at 5%, TOST);
-"inconclusive" otherwise. Outliers are blocks whose paired log ratio has a robust
-z-score (against its instance's median, over a MAD never below the run's) beyond
-OUTLIER_Z; the scheduler re-measures them.
+A deterministic figure (cost mode: callgrind's counts on a simulated machine) is measured once per
+read-only test and a few times per test that writes; its interval is the recipe's repeatability
+bound, an assumption taken as known, combined with the variance of the repeats. Its estimate
+carries the bound and no degrees of freedom: the df of such a combination (10^4 to 10^7) only
+says the bound dominates.
+
+Verdicts: "faster"/"slower" when the 95% interval excludes 1.0 ("cheaper"/"costlier" for a
+figure of the cost model: it is not a speed); "same" when the 90% interval lies inside the
+equivalence margin (two one-sided tests at 5%, TOST); "inconclusive" otherwise. The same
+estimate, standard error and df give each verdict's p-values, and `adjusted_verdicts` the
+verdicts of a whole table's column under Holm's step-down correction. `sensitivity` says whether a
+summary's verdict survives its excluded blocks put back and each of its tests left out.
+
+Outliers are blocks whose paired log ratio has a robust z-score (against its instance's median,
+over a MAD never below the run's) beyond OUTLIER_Z; the scheduler re-measures them.
 """
 
 from __future__ import annotations
@@ -37,7 +47,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats as _scipy_stats
+from scipy import special as _special
 
 CONFIDENCE = 0.95
 EQUIVALENCE_MARGIN = 0.02      # "same" when the effect is inside ±2 %
@@ -50,6 +60,9 @@ OUTLIER_Z = 6.0
 OUTLIER_MAD_FLOOR = 0.005      # a deviation under ~4.5 % is never an outlier, even when MAD is ~0
 OUTLIER_MIN_BLOCKS = 5
 STANDS_OUT_FAMILY_P = 0.05    # chance that any test of a suite with one s_u² is taken out of the pool
+SPEED_WORDS = ("faster", "slower")      # a figure measured on the machine (QPS, CPU time per query)
+COST_WORDS = ("cheaper", "costlier")    # a figure of the cost model (a bound estimate): never "faster"
+CLAIMS = SPEED_WORDS + COST_WORDS        # verdicts that say the variant differs
 
 
 @dataclass(frozen=True)
@@ -60,15 +73,31 @@ class Observation:
     log_ratio: float
 
 
+def _t_quantile(p: float, df: float) -> float:
+    """Student's t quantile (scipy.stats.t.ppf's own function, without its per-call overhead: the
+    leave-one-out checks and the simulations ask for hundreds of thousands)."""
+    return float(_special.stdtrit(df, p))
+
+
+def _t_tail(x: float, df: float) -> float:
+    """P(T > x) for Student's t with df degrees of freedom (scipy.stats.t.sf's own function)."""
+    return float(_special.stdtr(df, -x))
+
+
 @dataclass(frozen=True)
 class Estimate:
     value: float               # geometric mean ratio, > 1 is better for the variant
     low: float | None          # 95 % interval (None: not estimable)
     high: float | None
     n: int                     # paired observations behind it
-    df: float | None = None
+    df: float | None = None    # the interval's t degrees of freedom; None for a bound estimate
     log_se: float | None = None
     margin: float = EQUIVALENCE_MARGIN
+    # A bound estimate (a deterministic figure): the repeatability bound (±, relative, as a 95 %
+    # bound) in its interval. Its t quantiles use `bound_df`, Satterthwaite's df between the bound,
+    # taken as known, and the repeats: how the interval is computed, not a sample size to report.
+    bound: float | None = None
+    bound_df: float | None = None
 
     @property
     def half_width(self) -> float | None:
@@ -77,26 +106,57 @@ class Estimate:
             return None
         return (self.high - self.low) / 2 / self.value
 
+    @property
+    def words(self) -> tuple[str, str]:
+        """What a ratio above and below 1 is called: a cost-model figure is cheaper, never faster."""
+        return COST_WORDS if self.bound is not None else SPEED_WORDS
+
+    @property
+    def _t_df(self) -> float | None:
+        return self.bound_df if self.bound is not None else self.df
+
     def interval(self, confidence: float) -> tuple[float, float] | None:
-        if self.log_se is None or self.df is None:
+        if self.log_se is None or self._t_df is None:
             return None
         if self.log_se == 0:
             return self.value, self.value
-        t = float(_scipy_stats.t.ppf(0.5 + confidence / 2, df=self.df))
+        t = _t_quantile(0.5 + confidence / 2, self._t_df)
         center = math.log(self.value)
         return math.exp(center - t * self.log_se), math.exp(center + t * self.log_se)
 
     def verdict(self) -> str:
         if self.low is None:
             return "inconclusive"
+        better, worse = self.words
         if self.low > 1.0:
-            return "faster"
+            return better
         if self.high < 1.0:
-            return "slower"
+            return worse
         tost = self.interval(1 - 2 * (1 - CONFIDENCE))     # the 90 % interval
         if tost and tost[0] >= 1 / (1 + self.margin) and tost[1] <= 1 + self.margin:
             return "same"
         return "inconclusive"
+
+    def p_value(self) -> float | None:
+        """Two-sided p of 'the ratio is 1', from the estimate, standard error and df of the interval:
+        below 1 − CONFIDENCE exactly when the 95 % interval excludes 1. None without an interval."""
+        if self.log_se is None or self._t_df is None or self.low is None:
+            return None
+        center = math.log(self.value)
+        if self.log_se == 0:
+            return 0.0 if center else 1.0
+        return 2 * _t_tail(abs(center) / self.log_se, self._t_df)
+
+    def equivalence_p(self) -> float | None:
+        """p of the two one-sided tests of 'the effect lies outside ±margin' (TOST): at most
+        1 − CONFIDENCE exactly when the 90 % interval lies inside the margin."""
+        if self.log_se is None or self._t_df is None or self.low is None:
+            return None
+        center, edge = math.log(self.value), math.log(1 + self.margin)
+        if self.log_se == 0:
+            return 0.0 if abs(center) < edge else 1.0
+        return max(_t_tail((center + edge) / self.log_se, self._t_df),
+                   _t_tail((edge - center) / self.log_se, self._t_df))
 
     def fmt(self) -> str:
         if self.low is None:
@@ -105,14 +165,20 @@ class Estimate:
 
 
 def _t_estimate(mean_log: float, variance: float | None, df: float | None, n: int,
-                margin: float = EQUIVALENCE_MARGIN) -> Estimate:
+                margin: float = EQUIVALENCE_MARGIN, bound: float | None = None) -> Estimate:
+    """The estimate exp(mean_log) with its t interval; with a `bound`, a bound estimate whose df is
+    kept apart (bound_df) and never reported."""
+    def made(low, high, dof, se):
+        if bound is None:
+            return Estimate(math.exp(mean_log), low, high, n, dof, se, margin)
+        return Estimate(math.exp(mean_log), low, high, n, None, se, margin, bound, dof)
     if variance is None or df is None or df <= 0 or not math.isfinite(df):
         if variance == 0.0:
-            return Estimate(math.exp(mean_log), math.exp(mean_log), math.exp(mean_log), n, math.inf, 0.0, margin)
-        return Estimate(math.exp(mean_log), None, None, n, None, None, margin)
+            return made(math.exp(mean_log), math.exp(mean_log), math.inf, 0.0)
+        return made(None, None, None, None)
     se = math.sqrt(max(variance, 0.0))
-    half = float(_scipy_stats.t.ppf(0.5 + CONFIDENCE / 2, df=df)) * se
-    return Estimate(math.exp(mean_log), math.exp(mean_log - half), math.exp(mean_log + half), n, df, se, margin)
+    half = _t_quantile(0.5 + CONFIDENCE / 2, df) * se
+    return made(math.exp(mean_log - half), math.exp(mean_log + half), df, se)
 
 
 def satterthwaite(terms: list[tuple[float, float]]) -> float | None:
@@ -128,8 +194,10 @@ def satterthwaite(terms: list[tuple[float, float]]) -> float | None:
 
 @dataclass
 class MicroData:
-    """The paired log ratios of one variant on one microbenchmark, by instance."""
+    """The paired log ratios of one variant on one microbenchmark, by instance. Filled once (`of`);
+    its sums are kept, for the leave-one-out estimates ask them of every test many times."""
     by_instance: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, observations: list[Observation]) -> "MicroData":
@@ -148,15 +216,21 @@ class MicroData:
         return sum(1 / len(v) for v in self.by_instance.values()) / (r * r)
 
     def instance_means(self) -> list[float]:
-        return [float(np.mean(v)) for v in self.by_instance.values()]
+        if "means" not in self._memo:
+            self._memo["means"] = [float(np.mean(v)) for v in self.by_instance.values()]
+        return list(self._memo["means"])
 
     def mean(self) -> float:
-        return float(np.mean(self.instance_means()))
+        if "mean" not in self._memo:
+            self._memo["mean"] = float(np.mean(self.instance_means()))
+        return self._memo["mean"]
 
     def within(self) -> tuple[float, int]:
         """Sum of squares within instances and its degrees of freedom."""
-        ss = sum(float(np.sum((np.asarray(v) - np.mean(v)) ** 2)) for v in self.by_instance.values())
-        return ss, sum(len(v) - 1 for v in self.by_instance.values())
+        if "within" not in self._memo:
+            ss = sum(float(np.sum((np.asarray(v) - np.mean(v)) ** 2)) for v in self.by_instance.values())
+            self._memo["within"] = ss, sum(len(v) - 1 for v in self.by_instance.values())
+        return self._memo["within"]
 
     def between(self) -> tuple[float, int, float]:
         """Sum of squares of instance means around their mean, its df, and mean 1/n_i."""
@@ -222,7 +296,33 @@ def _pool(spreads: list[InstanceSpread]) -> InstanceComponent:
     return InstanceComponent(variance, float(variance * variance * np.sum(weights)))
 
 
-def instance_components(micros: dict[str, MicroData]) -> tuple[InstanceComponent, dict[str, InstanceComponent]]:
+def _pools_leaving_each_out(spreads: list[InstanceSpread]) -> list[InstanceComponent]:
+    """_pool of every spread but the j-th, for each j at once: the same iteration, row by row (each
+    row stops when it converges, as _pool does), so that screening a suite of 41 tests costs one
+    pass instead of 41."""
+    n = len(spreads)
+    df = np.array([s.df for s in spreads], dtype=float)
+    block = np.array([s.block for s in spreads])
+    y = np.array([s.ss for s in spreads]) / df - block
+    others = 1.0 - np.eye(n)
+    variance = np.maximum(0.0, (others * df) @ y / ((others * df).sum(axis=1)))
+    active = np.ones(n, dtype=bool)
+    for _ in range(100):
+        weights = others * (df / np.maximum(variance[:, None] + block[None, :], 1e-12) ** 2)
+        updated = np.maximum(0.0, weights @ y / weights.sum(axis=1))
+        converged = np.abs(updated - variance) <= 1e-9 * np.maximum(updated, 1e-12)
+        variance = np.where(active, updated, variance)
+        active &= ~converged
+        if not active.any():
+            break
+    weights = others * (df / np.maximum(variance[:, None] + block[None, :], 1e-12) ** 2)
+    total_df = (others * df).sum(axis=1)
+    return [InstanceComponent(0.0, float(total_df[j])) if variance[j] < 1e-12
+            else InstanceComponent(float(variance[j]), float(variance[j] ** 2 * weights[j].sum())) for j in range(n)]
+
+
+def instance_components(micros: dict[str, MicroData], spreads: dict[str, InstanceSpread] | None = None
+                        ) -> tuple[InstanceComponent, dict[str, InstanceComponent]]:
     """The pooled s_u², and the microbenchmarks whose instances differ too much to share it.
 
     One pool for every test lets a few tests whose instances differ by 10 % or more set every
@@ -230,13 +330,15 @@ def instance_components(micros: dict[str, MicroData]) -> tuple[InstanceComponent
     instance means spread more than the pool of the others allows (F test, Bonferroni over the
     suite at STANDS_OUT_FAMILY_P, worst first) leaves the pool and carries its own s_u², never below
     the pool's, with its own few degrees of freedom. tests/test_stats.py measures both sides on
-    synthetic suites."""
-    pooled = {k: s for k, s in ((k, InstanceSpread.of(m)) for k, m in micros.items()) if s.df}
+    synthetic suites. `spreads`: each test's InstanceSpread when already known."""
+    if spreads is None:
+        spreads = {k: InstanceSpread.of(m) for k, m in micros.items()}
+    pooled = {k: s for k, s in spreads.items() if k in micros and s.df}
     tested = len(pooled)
     apart: dict[str, InstanceSpread] = {}
     while len(pooled) > 1:
-        p, worst = min((_spread_p(s, _pool([o for j, o in pooled.items() if j != k])), k)
-                       for k, s in pooled.items())
+        pools = _pools_leaving_each_out(list(pooled.values()))
+        p, worst = min((_spread_p(s, pool), k) for (k, s), pool in zip(pooled.items(), pools))
         if p >= STANDS_OUT_FAMILY_P / tested:
             break
         apart[worst] = pooled.pop(worst)
@@ -252,7 +354,7 @@ def _spread_p(spread: InstanceSpread, pool: InstanceComponent) -> float:
         return 0.0 if spread.ss > 0 else 1.0
     dfd = satterthwaite([(pool.variance or 0.0, pool.df), (spread.block, spread.block_df)])
     dfd = 1e9 if dfd is None or not math.isfinite(dfd) else dfd
-    return float(_scipy_stats.f.sf(spread.ss / spread.df / expected, spread.df, dfd))
+    return float(_special.fdtrc(spread.df, dfd, spread.ss / spread.df / expected))    # F's survival function
 
 
 def _pooled_within(micros: list[MicroData]) -> tuple[float, int]:
@@ -292,13 +394,26 @@ class SuiteEstimates:
     margin: float = EQUIVALENCE_MARGIN
     tolerance: float | None = None    # deterministic figures: the interval when none can be estimated
     own: dict[str, InstanceComponent] = field(default_factory=dict)   # tests outside the pool
+    spreads: dict[str, InstanceSpread] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, observations: dict[str, list[Observation]], margin: float = EQUIVALENCE_MARGIN,
            tolerance: float | None = None) -> "SuiteEstimates":
         micros = {k: MicroData.of(v) for k, v in observations.items() if v}
-        component, own = instance_components(micros)
-        return cls(micros, component, _pooled_within(list(micros.values())), margin, tolerance, own)
+        return cls._of_micros(micros, margin, tolerance, {k: InstanceSpread.of(m) for k, m in micros.items()})
+
+    @classmethod
+    def _of_micros(cls, micros: dict[str, MicroData], margin: float, tolerance: float | None,
+                   spreads: dict[str, InstanceSpread]) -> "SuiteEstimates":
+        component, own = instance_components(micros, spreads)
+        return cls(micros, component, _pooled_within(list(micros.values())), margin, tolerance, own, spreads)
+
+    def without(self, key: str) -> "SuiteEstimates":
+        """The same estimator on the suite without one test: its ratios, and its share of every
+        pooled variance, gone (a leave-one-out)."""
+        micros = {k: m for k, m in self.micros.items() if k != key}
+        spreads = self.spreads or {k: InstanceSpread.of(m) for k, m in self.micros.items()}
+        return self._of_micros(micros, self.margin, self.tolerance, {k: v for k, v in spreads.items() if k != key})
 
     def component_of(self, key: str) -> InstanceComponent:
         return self.own.get(key, self.component)
@@ -306,7 +421,7 @@ class SuiteEstimates:
     def micro(self, key: str) -> Estimate:
         if self.tolerance is not None:
             variance, df = self.deterministic_variance([key])
-            return _t_estimate(self.micros[key].mean(), variance, df, self.micros[key].n, self.margin)
+            return _t_estimate(self.micros[key].mean(), variance, df, self.micros[key].n, self.margin, self.tolerance)
         return micro_estimate(self.micros[key], self.component_of(key), self.within, self.margin)
 
     def deterministic_variance(self, keys: list[str]) -> tuple[float, float | None]:
@@ -318,7 +433,7 @@ class SuiteEstimates:
         cost run the copy's post-write point queries were 0.3 % off the base in every test and every
         repeat): that offset is shared by all tests of a run, so it does not shrink over tests or
         repeats. The recipe's repeatability bound (±tolerance as a 95 % bound) stands for it once."""
-        z = float(_scipy_stats.norm.ppf(0.5 + CONFIDENCE / 2))
+        z = float(_special.ndtri(0.5 + CONFIDENCE / 2))      # the normal quantile (norm.ppf's own function)
         terms = [((math.log(1 + self.tolerance) / z) ** 2, 1e9)]
         for key in keys:
             m = self.micros[key]
@@ -335,7 +450,7 @@ class SuiteEstimates:
         if self.tolerance is not None:
             mean = float(np.mean([self.micros[k].mean() for k in keys]))
             variance, df = self.deterministic_variance(keys)
-            return _t_estimate(mean, variance, df, sum(self.micros[k].n for k in keys), self.margin)
+            return _t_estimate(mean, variance, df, sum(self.micros[k].n for k in keys), self.margin, self.tolerance)
         parts = [micro_variance(self.micros[k], self.component_of(k), self.within) for k in keys]
         mean = float(np.mean([self.micros[k].mean() for k in keys]))
         n = sum(self.micros[k].n for k in keys)
@@ -359,6 +474,65 @@ class SuiteEstimates:
         """The block-noise part of a microbenchmark's variance, with the pooled s_e²: a summary
         over many microbenchmarks uses the pooled within-test variation and its df."""
         return self.within[0] * self.micros[key].mean_weight()
+
+
+def holm(p_values: list[float | None]) -> list[float | None]:
+    """Holm's step-down adjusted p-values of one family (None: a hypothesis that could not be
+    tested, left out of the family). The i-th smallest of m is multiplied by m − i + 1, and an
+    adjusted p is never below one before it. Rejecting where the adjusted p is below α keeps the
+    chance of any false claim in the family at α, whatever the dependence between the tests."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(tested):
+        running = max(running, min(1.0, (len(tested) - rank) * p))
+        adjusted[i] = running
+    return adjusted
+
+
+def adjusted_verdicts(estimates: list[Estimate | None], adjust=holm) -> list[str | None]:
+    """The verdicts of one family of estimates (a table's column) with the multiple comparisons
+    controlled: 'faster'/'slower' when the adjusted p of 'the ratio is 1' is below 1 − CONFIDENCE,
+    'same' when the adjusted TOST p is at most that, each claim kind a family of its own. With one
+    estimate in the family, the same as Estimate.verdict()."""
+    alpha = 1 - CONFIDENCE
+    differ = adjust([e.p_value() if e else None for e in estimates])
+    equal = adjust([e.equivalence_p() if e else None for e in estimates])
+    out: list[str | None] = []
+    for e, p, q in zip(estimates, differ, equal):
+        if e is None:
+            out.append(None)
+        elif p is not None and p < alpha:
+            out.append(e.words[0] if e.value > 1 else e.words[1])
+        elif q is not None and q <= alpha:
+            out.append("same")
+        else:
+            out.append("inconclusive")
+    return out
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """Whether a summary's verdict survives the checks a reader would make: the excluded (outlier)
+    blocks put back, and each test left out in turn."""
+    verdict: str
+    with_excluded: str | None                  # the verdict with the excluded blocks back (None: none)
+    flips: tuple[tuple[str, str], ...] = ()    # (test, verdict without it), most influential first
+
+    @property
+    def robust(self) -> bool:
+        return not self.flips and self.with_excluded in (None, self.verdict)
+
+
+def sensitivity(full: Estimate, with_excluded: Estimate | None, without: dict[str, Estimate]) -> Sensitivity:
+    """`without`: the summary with each test left out (the estimator run again without it). A flip
+    is any change of verdict; the tests whose absence flips it come most influential first (the
+    largest move of the log estimate)."""
+    centre = math.log(full.value)
+    flips = sorted(((k, e) for k, e in without.items() if e.verdict() != full.verdict()),
+                   key=lambda ke: -abs(math.log(ke[1].value) - centre))
+    return Sensitivity(full.verdict(), with_excluded.verdict() if with_excluded else None,
+                       tuple((k, e.verdict()) for k, e in flips))
 
 
 def _mad(values) -> float:
