@@ -22,17 +22,24 @@ GOLDEN = Path(__file__).parent / "golden"
 def literal_report() -> Report:
     e = stats.Estimate(1.25, 1.2, 1.3, 8, df=14, log_se=0.02)
     same = stats.Estimate(1.001, 0.995, 1.007, 8, df=14, log_se=0.003)
-    builds = Table("builds", "Per build", [Column("build", "build"), Column("qps", "rQPS [95% CI]"),
-                                           Column("qps_verdict", "verdict")],
-                   [{"build": "rel_o2nofp_native_clang", "qps": e, "qps_verdict": e.verdict()},
-                    {"build": "a|b", "qps": same, "qps_verdict": same.verdict()}], note="above 1 is better")
+    # A cost-model figure: its interval is a bound (±0.5 %) and the repeats, with no df to report.
+    cost = stats.Estimate(1.076, 1.070, 1.082, 1, log_se=0.0027, bound=0.005, bound_df=2.4e6)
+    builds = Table("builds", "Per build", [Column("build", "build"), Column("qps", "rQPS on AMD EPYC [95% CI]"),
+                                           Column("qps_verdict", "verdict"),
+                                           Column("cycles", "rCost, estimated cycles (model) [95%: ±0.5% bound]"),
+                                           Column("cycles_verdict", "verdict"), Column("sensitivity", "sensitivity")],
+                   [{"build": "rel_o2nofp_native_clang", "qps": e, "qps_verdict": e.verdict(), "cycles": cost,
+                     "cycles_verdict": cost.verdict(), "sensitivity": "robust"},
+                    {"build": "a|b", "qps": same, "qps_verdict": same.verdict(), "cycles": None, "cycles_verdict": None,
+                     "sensitivity": "rQPS fragile: without update-inlist, inconclusive"}], note="above 1 is better")
     groups = Table("groups", "Per group", [Column("group", "group"), Column("build", "build"),
                                            Column("min", "min"), Column("geomean", "geomean [95% CI]")],
                    [{"group": "point-1", "build": "rel_o2nofp_native_clang", "min": 1.1, "geomean": e}])
     micro = Table("micro", "Per microbenchmark", [Column("micro", "microbenchmark"), Column("qps", "rQPS"),
-                                                  Column("qps_verdict", "verdict"), Column("pairs", "pairs")],
-                  [{"micro": "point-query", "qps": e, "qps_verdict": "faster", "pairs": 8},
-                   {"micro": "scan", "qps": None, "qps_verdict": None, "pairs": 0}])
+                                                  Column("qps_verdict", "verdict"),
+                                                  Column("qps_holm", "verdict (Holm)"), Column("pairs", "pairs")],
+                  [{"micro": "point-query", "qps": e, "qps_verdict": "faster", "qps_holm": "inconclusive", "pairs": 8},
+                   {"micro": "scan", "qps": None, "qps_verdict": None, "qps_holm": None, "pairs": 0}])
     return Report("pgolab run golden", ["server mariadb; base rel_o2nofp"], [builds, groups, micro],
                   [("Noise", "CV 1.0%."), ("Method", "<paired> & geometric")], commands=["pgolab bench --base x"])
 
@@ -117,8 +124,11 @@ def test_the_model_computed_from_a_store_has_the_known_answers(tmp_path):
     excluded = data.table("excluded").rows
     assert len(excluded) == 2 and "robust z" in excluded[0]["reason"]
     groups = data.table("groups").rows
-    assert {(g["group"], g["figure"]) for g in groups} == {("point-1", "rQPS"), ("point-1", "rCPU"),
-                                                           ("writes", "rQPS"), ("writes", "rCPU")}
+    # Every wall-clock ratio names the CPU model it was measured on (the stored host's).
+    on = " on x (family not recorded)"
+    assert {(g["group"], g["figure"]) for g in groups} == {("point-1", "rQPS" + on), ("point-1", "rCPU" + on),
+                                                           ("writes", "rQPS" + on), ("writes", "rCPU" + on)}
+    assert all(on in c.title for t in data.tables for c in t.columns if c.key in ("qps", "cpu_us"))
     assert all(g["min"] <= g["median"] <= g["max"] for g in groups)
     notes = dict(data.notes)
     assert "coefficient of variation" in notes["Noise"] and "about" in notes["Multiple comparisons"]
@@ -221,7 +231,7 @@ def test_each_axis_is_read_from_the_twins_that_differ_in_it_alone(tmp_path):
     assert rows[("LTO", "rel_lto", "rel")]["qps"].value == pytest.approx(1.05)
     assert rows[("-O3", "rel_lto", "rel_o2nofp_lto")]["qps"].value == pytest.approx(1.1)
     assert rows[("-O3", "rel", "rel_o2nofp")]["qps_verdict"] == "faster"
-    summary = {(r["axis"], r["figure"]): r for r in data.table("axis_summary").rows}
+    summary = {(r["axis"], r["figure"].split(" on ")[0]): r for r in data.table("axis_summary").rows}
     assert summary[("LTO", "rQPS")]["pairs"] == 2 and summary[("LTO", "rQPS")]["geomean"] == pytest.approx(1.05)
     assert summary[("-O3", "rCPU")]["min"] == pytest.approx(1.1)
     # The per-build table still reads everything against the base; the series table is not confused by the pairs.
@@ -230,3 +240,143 @@ def test_each_axis_is_read_from_the_twins_that_differ_in_it_alone(tmp_path):
     # A run without twins has no axis tables.
     keys = [t.key for t in report.compute(synthetic_store(tmp_path / "one"), "r").tables]
     assert "axes" not in keys and "axis_summary" not in keys
+
+
+def add_cost(store: Store, effects: dict[str, float]) -> None:
+    """Cost samples of run "r": b needs 1/effect of a's cycles (and instructions, I1 misses) per query."""
+    run_id = store.run("r").id
+    for micro, effect in effects.items():
+        group = micro.split("/")[0]
+        for position, label in enumerate(("a", "b")):
+            cost = 1000.0 / (effect if label == "b" else 1.0)
+            store.add(run_id, Sample(Step("cost", micro, 1, 1, position, label),
+                                     {"cycles": cost, "instructions": cost, "i1_misses": cost / 10}, 1.0), group)
+
+
+def test_cost_figures_are_claims_about_the_model_with_a_bound_and_no_degrees_of_freedom(tmp_path):
+    store = synthetic_store(tmp_path)
+    add_cost(store, {"point-1/point-query": 1.1, "writes/insert": 1.1})
+    data = report.compute(store, "r")
+    build = data.table("builds").rows[0]
+    assert build["cycles_verdict"] == "cheaper" and build["qps_verdict"] == "faster"
+    titles = {c.key: c.title for c in data.table("builds").columns}
+    assert titles["cycles"] == "rCost, estimated cycles (model) [95%: ±0.5% bound + repeats]"
+    assert titles["qps"] == "rQPS on x (family not recorded) [95% CI]"
+    cell = json.loads(render.to_json(data))["tables"]["builds"]["rows"][0]["cycles"]
+    assert cell["df"] is None and cell["bound"] == 0.005 and cell["verdict"] == "cheaper"
+    assert cell["low"] == pytest.approx(1.1 / 1.005, rel=1e-3)
+    notes = dict(data.notes)
+    assert "'cheaper' or 'costlier'" in notes["Multiple comparisons"] and "a bound, not an estimate" in \
+        notes["Multiple comparisons"]
+    # No cost verdict anywhere says "faster"; the per-microbenchmark rows say it with Holm beside.
+    for t in data.tables:
+        for row in t.rows:
+            for key in ("cycles_verdict", "cycles_holm", "instructions_verdict", "i1_misses_verdict"):
+                assert row.get(key) in (None, "cheaper", "costlier", "same", "inconclusive")
+
+
+def test_the_model_is_read_against_the_wall_clock_per_group_and_over_the_suite(tmp_path):
+    """Four tests whose QPS effects differ; the model sees each squared (log effects twice the
+    clock's): r = 1 and the ratio of log effects 2, per group and over the suite."""
+    effects = {"point-1/a": 1.02, "point-1/b": 1.05, "point-1/c": 1.10, "writes/d": 1.03}
+    store = Store(tmp_path / "s.sqlite")
+    run_id, _ = store.create_or_resume_run("r", server="mariadb", base="a", suite="quick",
+                                           options=BenchOptions(instances=2, blocks=3), host=Host.from_dict(
+                                               {"cpu": "AMD EPYC", "cpu_id": "cpu family 26, model 2, stepping 1"}),
+                                           identity={}, command="test")
+    for label in ("a", "b"):
+        store.add_target(run_id, label, "binary", f"/bin/{label}", "0" * 64, BinaryInfo(f"/bin/{label}", "", label))
+    for micro, effect in effects.items():
+        group = micro.split("/")[0]
+        for instance in (1, 2):
+            for block in (1, 2, 3):
+                drift = 1 + 0.1 * math.sin(block + 3 * instance)
+                for position, label in enumerate(("a", "b")):
+                    qps = 1000 * drift * (effect if label == "b" else 1.0) * math.exp(0.002 * (block - 2) * position)
+                    store.add(run_id, Sample(Step("qps", micro, instance, block, position, label),
+                                             {"qps": qps, "cpu_us": 1e6 / qps}, 1.0), group)
+    add_cost(store, {m: e ** 2 for m, e in effects.items()})
+    data = report.compute(store, "r")
+    rows = {r["group"]: r for r in data.table("model_agreement").rows}
+    assert set(rows) == {"point-1", "writes", "all"}
+    assert rows["point-1"]["tests"] == 3 and rows["point-1"]["r"] == pytest.approx(1.0, abs=0.01)
+    assert rows["writes"]["r"] is None             # one test: no correlation
+    assert rows["all"]["ratio"] == pytest.approx(2.0, rel=0.05)
+    assert rows["all"]["model"].value == pytest.approx(rows["all"]["clock"].value ** 2, rel=1e-3)
+    titles = [c.title for c in data.table("model_agreement").columns]
+    assert "rQPS on AMD EPYC (family 26, model 2) [95% CI]" in titles
+    # A run of one measure has no such table.
+    assert "model_agreement" not in [t.key for t in report.compute(synthetic_store(tmp_path / "one"), "r").tables]
+
+
+def test_per_microbenchmark_verdicts_carry_their_holm_verdict(tmp_path):
+    data = report.compute(synthetic_store(tmp_path), "r")
+    micro = data.table("micro")
+    assert [c.key for c in micro.columns][3:9] == ["qps", "qps_verdict", "qps_holm", "cpu_us", "cpu_us_verdict",
+                                                   "cpu_us_holm"]
+    expected = stats.adjusted_verdicts([r["qps"] for r in micro.rows])
+    assert [r["qps_holm"] for r in micro.rows] == expected
+    assert "qps_holm" in render.to_csv(micro).splitlines()[0]
+    groups = data.table("groups").rows
+    assert all(g["holm"] in ("faster", "slower", "same", "inconclusive") for g in groups)
+    assert "Holm" in dict(data.notes)["Method"] and "hold under Holm's correction" in \
+        dict(data.notes)["Multiple comparisons"]
+
+
+def test_a_verdict_carried_by_one_test_is_fragile(tmp_path):
+    """Three tests where b equals a and one where it is 30 % faster: the suite reads 'faster' only
+    because of that one."""
+    speed_of = {"point-1/a": 1.0, "point-1/b": 1.0, "point-1/c": 1.0, "point-1/big": 1.3}
+    store = Store(tmp_path / "s.sqlite")
+    run_id, _ = store.create_or_resume_run("r", server="mariadb", base="a", suite="quick", options=BenchOptions(),
+                                           host=Host.this(), identity={}, command="test")
+    for label in ("a", "b"):
+        store.add_target(run_id, label, "binary", f"/bin/{label}", "0" * 64, BinaryInfo(f"/bin/{label}", "", label))
+    for n, (micro, speed) in enumerate(speed_of.items()):
+        for instance in (1, 2):
+            for block in (1, 2, 3):
+                wobble = 1 + 0.003 * math.sin(7 * n + 3 * instance + block)
+                for position, label in enumerate(("a", "b")):
+                    qps = 1000 * (speed * wobble if label == "b" else 1.0)
+                    store.add(run_id, Sample(Step("qps", micro, instance, block, position, label),
+                                             {"qps": qps, "cpu_us": 1e6 / qps}, 1.0), "point-1")
+    data = report.compute(store, "r")
+    build = data.table("builds").rows[0]
+    assert build["qps_verdict"] == "faster"
+    assert build["sensitivity"].startswith("rQPS fragile: without big, ")
+    group = next(g for g in data.table("groups").rows if g["figure"].startswith("rQPS"))
+    assert group["sensitivity"].startswith("fragile: without big, ")
+
+
+def test_a_verdict_that_rests_on_an_exclusion_is_fragile(tmp_path):
+    """b equals a (in every block) but for one excluded 3.5x block: 'same' as measured, not with that
+    block put back."""
+    data = report.compute(synthetic_store(tmp_path, speedup=1 / 1.001), "r")
+    build = data.table("builds").rows[0]
+    assert build["qps_verdict"] == "same"
+    assert "rQPS fragile: with the excluded blocks, " in build["sensitivity"]
+    assert "without" not in build["sensitivity"].split("rCPU")[0]
+
+
+def test_a_pooled_instance_variance_of_under_one_degree_of_freedom_is_not_printed_as_one(tmp_path):
+    """Two tests of two instances whose means differ a little more than their 5 % blocks allow: the
+    pool is positive with far under one degree of freedom (a quick-suite run printed '3.2 %
+    (pooled over the suite, 0 df)')."""
+    store = Store(tmp_path / "s.sqlite")
+    run_id, _ = store.create_or_resume_run("r", server="mariadb", base="a", suite="quick",
+                                           options=BenchOptions(instances=2, blocks=3), host=Host.this(),
+                                           identity={}, command="test")
+    for label in ("a", "b"):
+        store.add_target(run_id, label, "binary", f"/bin/{label}", "0" * 64, BinaryInfo(f"/bin/{label}", "", label))
+    for micro in ("point-1/a", "point-1/b"):
+        for instance, u in ((1, 0.0216), (2, -0.0216)):
+            for block, e in ((1, 0.05), (2, -0.05), (3, 0.0)):
+                for position, label in enumerate(("a", "b")):
+                    qps = 1000 * (math.exp(u + e) if label == "b" else 1.0)
+                    store.add(run_id, Sample(Step("qps", micro, instance, block, position, label),
+                                             {"qps": qps, "cpu_us": 1e6 / qps}, 1.0), "point-1")
+    data = report.compute(store, "r")
+    component = data.table("builds")     # the analysis behind it pooled next to nothing
+    noise = dict(data.notes)["Noise"]
+    assert "0 df" not in noise and "pooled over the suite" not in noise
+    assert "next to nothing to pool" in noise and component.rows[0]["qps"].low is not None

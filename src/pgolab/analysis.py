@@ -1,6 +1,7 @@
 """The analysis of a stored run: estimates of every (figure, build) pair, and of the pairs a
-version series and the axis twins add, from the same paired blocks. The report's tables and each
-measure's own report parts read it."""
+version series and the axis twins add, from the same paired blocks; how sensitive each summary's
+verdict is (the excluded blocks put back, each test left out); the machine the run measured on.
+The report's tables and each measure's own report parts read it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import labels as target_labels, stats
+from .host import Host
 from .measurement import FIGURES, Figure
 from .store import Store
 from .suite import GROUPS
@@ -32,6 +34,69 @@ class Analysis:
     pairs: dict[tuple[str, str, str], stats.SuiteEstimates] = field(default_factory=dict)
     series: list[tuple[str, str]] = field(default_factory=list)
     axes: list[AxisPair] = field(default_factory=list)
+    host: Host | None = None                # the machine the run measured on
+    # per measure key, the repeatability bound its estimates carry (None: estimated from the repeats);
+    # a measure with a bound counts on a simulated machine: a cost model, not a speed of this host
+    bounds: dict[str, float | None] = field(default_factory=dict)
+    # per figure key, the stored per-query values (micro, instance, block, label) -> value, excluded
+    # blocks included: what the sensitivity checks re-estimate from
+    values: dict[str, dict[tuple[str, int, int, str], float]] = field(default_factory=dict, repr=False)
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def estimates(self, figure: Figure, reference: str, label: str) -> stats.SuiteEstimates | None:
+        """The estimates of `label` against `reference` (the base, or a pair the analysis holds)."""
+        if reference == self.base:
+            return self.suites.get((figure.key, label))
+        return self.pairs.get((figure.key, reference, label))
+
+    def is_model(self, figure: Figure) -> bool:
+        """A figure of the cost model (its measure's intervals rest on a repeatability bound)."""
+        return self.bounds.get(figure.mode) is not None
+
+    def cpu(self) -> str:
+        """The CPU model the run's wall-clock figures were measured on, e.g. "AMD EPYC (family 26,
+        model 2)": the name alone covers generations that price the same code differently."""
+        if self.host is None:
+            return "an unrecorded CPU"
+        parts = [p for p in self.host.cpu_id.replace("cpu family", "family").split(", ")
+                 if not p.startswith("stepping")]
+        return f"{self.host.cpu} ({', '.join(parts)})"
+
+    def sensitivity(self, figure: Figure, reference: str, label: str,
+                    keys: list[str] | None = None) -> stats.Sensitivity | None:
+        """Does the summary's verdict over `keys` (default: the suite) survive the run's excluded
+        blocks put back, and each of those tests left out (the estimator run again without it)?"""
+        suite = self.estimates(figure, reference, label)
+        if suite is None:
+            return None
+        keys = [k for k in (keys if keys is not None else list(suite.micros)) if k in suite.micros]
+        if not keys:
+            return None
+        full = suite.summary(keys)
+        kept = self._with_excluded(figure, reference, label)
+        with_excluded = kept.summary([k for k in keys if k in kept.micros]) if kept is not None else None
+        without = {}
+        if len(keys) > 1:
+            for k in keys:
+                rest = self._without(figure, reference, label, k)
+                without[k] = rest.summary([j for j in keys if j != k])
+        return stats.sensitivity(full, with_excluded, without)
+
+    def _without(self, figure: Figure, reference: str, label: str, key: str) -> stats.SuiteEstimates:
+        cached = (figure.key, reference, label, key)
+        if cached not in self._cache:
+            self._cache[cached] = self.estimates(figure, reference, label).without(key)
+        return self._cache[cached]
+
+    def _with_excluded(self, figure: Figure, reference: str, label: str) -> stats.SuiteEstimates | None:
+        """The estimates with the mode's excluded blocks put back; None when it excluded none."""
+        if not any(m == figure.mode for (m, *_) in self.excluded):
+            return None
+        cached = (figure.key, reference, label, "with excluded")
+        if cached not in self._cache:
+            obs = stats.paired_observations(self.values.get(figure.key, {}), reference, label, figure.ratio_sign())
+            self._cache[cached] = stats.SuiteEstimates.of(obs, tolerance=self.bounds.get(figure.mode))
+        return self._cache[cached]
 
     def present(self) -> list[Figure]:
         return [f for f in FIGURES if any((f.key, l) in self.suites for l in self.labels)]
@@ -59,7 +124,7 @@ def series_pairs(labels: list[str]) -> list[tuple[str, str]]:
 
 
 def analyse(store: Store, run_id: int, base: str, labels: list[str],
-            tolerances: dict[str, float | None]) -> Analysis:
+            tolerances: dict[str, float | None], host: Host | None = None) -> Analysis:
     """tolerances: per measure key, the repeatability bound its estimator adds (Measure.tolerance); a
     measure named there is analysed if the run holds its samples."""
     samples = store.samples(run_id)
@@ -74,12 +139,14 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
     base_by_instance = defaultdict(lambda: defaultdict(list))
     absolute: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     measured = {s.step.mode for s in samples}
+    stored: dict[str, dict[tuple[str, int, int, str], float]] = {}
     for mode, tolerance in tolerances.items():
         if mode not in measured:
             continue
         skip = {(k, i, b) for (m, k, i, b) in excluded if m == mode}
         for figure in (f for f in FIGURES if f.mode == mode):
             values = store.values(run_id, mode, figure.key)
+            stored[figure.key] = values
             for (micro, inst, block, label), v in values.items():
                 if v is None or (micro, inst, block) in skip:
                     continue
@@ -95,5 +162,6 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
                     if (reference, label) in references:
                         pairs[(figure.key, reference, label)] = estimates
     return Analysis(base, variants, micros, group_of, suites, base_by_instance,
-                    {k: float(np.mean(v)) for k, v in absolute.items()}, excluded, pairs, series, axes)
+                    {k: float(np.mean(v)) for k, v in absolute.items()}, excluded, pairs, series, axes, host,
+                    {mode: tolerances[mode] for mode in tolerances if mode in measured}, stored)
 

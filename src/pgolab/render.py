@@ -22,7 +22,7 @@ from . import stats
 from .report import Report, Table
 
 
-VERDICTS = ("faster", "slower", "same", "inconclusive")
+VERDICTS = ("faster", "slower", "cheaper", "costlier", "same", "inconclusive")
 
 
 def cell_text(value) -> str:
@@ -39,8 +39,11 @@ def cell_text(value) -> str:
 
 def cell_json(value):
     if isinstance(value, stats.Estimate):
-        return {"value": value.value, "low": value.low, "high": value.high, "verdict": value.verdict(),
+        cell = {"value": value.value, "low": value.low, "high": value.high, "verdict": value.verdict(),
                 "pairs": value.n, "df": value.df}
+        if value.bound is not None:     # a bound estimate: no degrees of freedom, the bound instead
+            cell["bound"] = value.bound
+        return cell
     if isinstance(value, float) and math.isnan(value):
         return None
     return value
@@ -112,7 +115,8 @@ class HtmlRenderer(MarkupRenderer):
     STYLE = ("body{font-family:sans-serif;max-width:1300px;margin:auto;padding:0 1em}"
              "table{border-collapse:collapse;margin:.5em 0;font-size:13px}td,th{border:1px solid #ccc;"
              "padding:2px 5px}td{white-space:nowrap}th{background:#f3f3f3;position:sticky;top:0}"
-             ".faster{color:#060;font-weight:bold}.slower{color:#a00;font-weight:bold}.inconclusive{color:#777}"
+             ".faster,.cheaper{color:#060;font-weight:bold}.slower,.costlier{color:#a00;font-weight:bold}"
+             ".inconclusive{color:#777}.fragile{color:#a60}"
              ".charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(600px,1fr));gap:8px}"
              ".charts img{width:100%}pre{white-space:pre-wrap}")
 
@@ -128,8 +132,9 @@ class HtmlRenderer(MarkupRenderer):
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
     def cell(self, text):
-        verdict = f' class="{text}"' if text in VERDICTS else ""
-        return f"<td{verdict}>{html.escape(text)}</td>"
+        kind = text if text in VERDICTS else "fragile" if "fragile: " in text else ""
+        attribute = f' class="{kind}"' if kind else ""
+        return f"<td{attribute}>{html.escape(text)}</td>"
 
     def code(self, text):
         return f"<pre>{html.escape(text)}</pre>"

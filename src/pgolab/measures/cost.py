@@ -198,9 +198,10 @@ class CostMeasure(Measure):
                 f"{np.median(cost) * 100:.2f}% (median; max {max(cost) * 100:.2f}%)."]
 
     def comparisons_caveat(self, options: BenchOptions) -> str:
-        return (f"Cost intervals rest on a ±{self.tolerance(options) * 100:.1f}% repeatability bound plus the "
-                "repeats' own variance: on tests that write, or read what writes left, two servers' states can "
-                "differ by more than that bound.")
+        return (f"Cost intervals are a bound, not an estimate: the recipe's ±{self.tolerance(options) * 100:.1f}% "
+                "repeatability bound (an assumption from earlier runs, not measured by this one) plus the repeats' "
+                "own variance, with no degrees of freedom to speak of; on tests that write, or read what writes "
+                "left, two servers' states can differ by more than that bound.")
 
     def tables(self, a: "Analysis") -> list[Table]:
         figs = [f for f in FIGURES if f.mode == self.key]
@@ -224,7 +225,11 @@ class CostMeasure(Measure):
         return [("Cost mode", f"Server under valgrind callgrind with cache and branch simulation "
                               f"({' '.join(CACHE_GEOMETRY)}), a fixed number of events per microbenchmark "
                               f"after a warm-up of a quarter as many; {CYCLE_FORMULA}. rCost is base/variant "
-                              f"of estimated cycles per query.")]
+                              f"of estimated cycles per query: a model (callgrind's simulated caches and branch "
+                              f"predictor, a fixed price per event), the same on every machine, so a build it finds "
+                              f"'cheaper' is not thereby faster on any one of them"
+                              + ("; the table of the cost model against the wall clock says how far it carried "
+                                 "in this run." if any(not a.is_model(f) for f in a.present()) else "."))]
 
     def methods(self, samples: list["StoredSample"]) -> dict[str, str]:
         methods: dict[str, str] = {}

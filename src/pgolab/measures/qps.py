@@ -109,10 +109,15 @@ class QpsMeasure(Measure):
                          f"{np.median(within) * 100:.1f}% (median over microbenchmark instances; max "
                          f"{max(within) * 100:.1f}%).")
             comps = [s.component for (f, _), s in a.suites.items() if f == "qps" and s.component.variance is not None]
-            if comps:
-                sd = np.median([np.sqrt(c.variance) for c in comps]) * 100
+            pooled = [c for c in comps if c.df >= 1]     # under one degree of freedom is no pooled figure
+            if pooled:
+                sd = np.median([np.sqrt(c.variance) for c in pooled]) * 100
                 parts.append(f"Instance to instance, a build's paired log ratio moves with a standard deviation of "
-                             f"{sd:.1f}% (pooled over the suite, {comps[0].df:.0f} df); the intervals include it.")
+                             f"{sd:.1f}% (pooled over the suite, {pooled[0].df:.0f} df); the intervals include it.")
+            elif comps:
+                parts.append("Instance to instance: the suite's tests left next to nothing to pool (under one degree "
+                             "of freedom), so no pooled figure is given; the intervals carry that uncertainty, "
+                             "and are wide for it.")
             else:
                 parts.append("Each microbenchmark ran on one server instance only: instance-to-instance variation "
                              "(a few per cent on this kind of machine) is not in the intervals.")

@@ -2,7 +2,9 @@
 
 pgolab.analysis estimates, tables.py defines every table once, notes.py writes the prose; a measure
 adds its own tables and notes. Ratios read the same way everywhere: > 1 means the variant is
-better (faster, or fewer CPU seconds, instructions or misses per query).
+better (faster, or fewer CPU seconds, instructions or misses per query). A wall-clock ratio is
+printed with the CPU model it was measured on; a cost-model ratio is called the model's, and its
+verdicts "cheaper"/"costlier", never "faster".
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from ..analysis import Analysis, analyse, series_pairs
 from ..document import Chart, Column, Report, Table
 from .notes import METHOD_NOTE, multiple_comparisons_note, noise_note
 from .tables import (axes_table, axis_summary_table, bolt_summary, build_cost_table, builds_list_table,
-                     builds_table, charts, excluded_table, groups_table, micro_table, modes_table, series_table,
-                     targets_table)
+                     builds_table, charts, excluded_table, groups_table, micro_table, model_agreement_table,
+                     modes_table, series_table, targets_table)
 
 
 def compute(store: Store, run_ref: str | int | None, base: str | None = None) -> Report:
@@ -32,11 +34,11 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
         raise PgolabError(f"run {run.name!r} has no target {base!r}",
                           hint=f"its targets: {', '.join(labels)}")
     measures = list(MEASURES.values())
-    a = analyse(store, run.id, base, labels, {m.key: m.tolerance(run.options) for m in measures})
+    a = analyse(store, run.id, base, labels, {m.key: m.tolerance(run.options) for m in measures}, run.host)
     samples = store.samples(run.id)
     tables = [builds_table(a)]
-    tables += [t for t in (series_table(a), groups_table(a), axis_summary_table(a), axes_table(a), modes_table(a))
-               if t]
+    tables += [t for t in (series_table(a), groups_table(a), axis_summary_table(a), axes_table(a), modes_table(a),
+                           model_agreement_table(a)) if t]
     micro = micro_table(a)
     tables.append(micro)
     tables += [t for m in measures for t in m.tables(a)]

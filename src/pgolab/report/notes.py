@@ -16,20 +16,27 @@ def noise_note(a: Analysis, options: BenchOptions, measures: list[Measure]) -> s
 
 
 def multiple_comparisons_note(micro: Table, options: BenchOptions, measures: list[Measure]) -> str:
-    """Counts the verdicts of the per-microbenchmark table, each measure's apart."""
+    """Counts the verdicts of the per-microbenchmark table, each measure's apart, uncorrected and
+    under Holm's correction."""
     parts, caveats = [], []
     for m in measures:
-        columns = [f"{f.key}_verdict" for f in m.figures]
-        verdicts = [r.get(c) for r in micro.rows for c in columns if r.get(c)]
+        verdicts = [r.get(f"{f.key}_verdict") for r in micro.rows for f in m.figures if r.get(f"{f.key}_verdict")]
         if verdicts:
-            decided = sum(1 for v in verdicts if v in ("faster", "slower"))
-            parts.append(f"{len(verdicts)} {m.title}-mode verdicts, {decided} of them 'faster' or 'slower' (about "
-                         f"{stats.expected_false_verdicts(len(verdicts)):.1f} by chance if no build differed)")
+            adjusted = [r.get(f"{f.key}_holm") for r in micro.rows for f in m.figures if r.get(f"{f.key}_verdict")]
+            decided = sum(1 for v in verdicts if v in stats.CLAIMS)
+            held = sum(1 for v in adjusted if v in stats.CLAIMS)
+            better, worse = stats.COST_WORDS if m.tolerance(options) is not None else stats.SPEED_WORDS
+            parts.append(f"{len(verdicts)} {m.title}-mode verdicts, {decided} of them '{better}' or '{worse}' (about "
+                         f"{stats.expected_false_verdicts(len(verdicts)):.1f} by chance if no build differed), "
+                         f"of which {held} hold under Holm's correction")
             caveats.append(m.comparisons_caveat(options))
     if not parts:
         return "No per-microbenchmark verdicts."
     return " ".join(["At 95% confidence the per-microbenchmark table holds " + "; ".join(parts) + ". Read single "
-                     "rows with that in mind, and the per-build and per-group rows first.", *filter(None, caveats)])
+                     "rows with that in mind, and the per-build and per-group rows first. The 'verdict (Holm)' "
+                     "columns keep the chance of any false claim among one figure's verdicts of a table at 5% "
+                     "(Holm's step-down correction); the plain verdicts are each row's on its own.",
+                     *filter(None, caveats)])
 
 
 METHOD_NOTE = (
@@ -38,5 +45,11 @@ METHOD_NOTE = (
     "(pooled over the suite), with Satterthwaite degrees of freedom. Per build and per group: the geometric "
     "mean over microbenchmarks, with the pooled variation and its degrees of freedom. Verdicts: 'faster' or "
     "'slower' when the 95% interval excludes 1.0; 'same' when the 90% interval lies within ±2% (two one-sided "
-    "tests); 'inconclusive' otherwise. Outliers (robust z-score of a paired log ratio, against its instance's "
-    "median, over a MAD never below the run's, above 6) are excluded, listed, and measured again.")
+    "tests); 'inconclusive' otherwise ('cheaper' or 'costlier' for a figure of the cost model, which is not a "
+    "speed). Outliers (robust z-score of a paired log ratio, against its instance's median, over a MAD never "
+    "below the run's, above 6) are excluded, listed, and measured again. Multiple comparisons: beside the "
+    "per-microbenchmark and per-group verdicts, the verdict under Holm's step-down correction over one figure's "
+    "verdicts of the table (p-values from the same estimate, standard error and degrees of freedom as the "
+    "interval; 'same' claims, from the two one-sided tests, a family of their own). Sensitivity: each "
+    "suite-level verdict (per build, group, axis or series pair) is read again with the excluded blocks put "
+    "back and with each of its tests left out in turn; 'fragile' when any of these flips it.")

@@ -1,12 +1,17 @@
 """Every table of a run's report, defined once: its columns and rows, from the analysis (and, for
-the targets and build cost, from the stored targets). A measure's own tables are the measure's."""
+the targets and build cost, from the stored targets). A measure's own tables are the measure's.
+
+Every ratio names what it is a claim about: a wall-clock figure the CPU model it was measured on,
+a figure of the cost model "(model)" and its interval a bound. Tables of suite-level verdicts say
+whether each survives its excluded blocks put back and each test left out; tables of many verdicts
+add each one under Holm's correction over the table's column."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .. import labels as target_labels, stats
-from ..measurement import Figure
+from ..measurement import FIGURES_BY_KEY, Figure
 from ..profiles.bolt import BoltStats
 from ..record import BuildRecord
 from ..store import StoredTarget
@@ -14,14 +19,67 @@ from ..analysis import Analysis
 from ..document import Chart, Column, Table
 
 
+def figure_name(a: Analysis, f: Figure) -> str:
+    """A ratio's name with what it is a claim about: "rQPS on AMD EPYC (family 26, model 2)", or
+    "rCost, estimated cycles (model)"."""
+    if a.is_model(f):
+        return f"{f.ratio_name}, {f.unit.removesuffix('/query')} (model)"
+    return f"{f.ratio_name} on {a.cpu()}"
+
+
+def ratio_title(a: Analysis, f: Figure) -> str:
+    """The column title of a ratio with its interval: a cost-model interval is called a bound."""
+    if a.is_model(f):
+        return f"{figure_name(a, f)} [95%: ±{a.bounds[f.mode] * 100:.1f}% bound + repeats]"
+    return f"{figure_name(a, f)} [95% CI]"
+
+
+def short_micro(key: str) -> str:
+    return key.split("/", 1)[-1]
+
+
+def sensitivity_text(s: stats.Sensitivity | None) -> str | None:
+    """'robust', or what flips the verdict: 'fragile: with the excluded blocks, same; without
+    update-inlist, inconclusive (and 2 more tests)'."""
+    if s is None:
+        return None
+    if s.robust:
+        return "robust"
+    parts = []
+    if s.with_excluded not in (None, s.verdict):
+        parts.append(f"with the excluded blocks, {s.with_excluded}")
+    if s.flips:
+        test, verdict = s.flips[0]
+        more = len(s.flips) - 1
+        parts.append(f"without {short_micro(test)}, {verdict}"
+                     + (f" (and {more} more test{'s' if more > 1 else ''})" if more else ""))
+    return "fragile: " + "; ".join(parts)
+
+
+def sensitivity_of_row(a: Analysis, figs: list[Figure], reference: str, label: str) -> str | None:
+    """One cell for a row of several figures' suite verdicts: 'robust', or each fragile one's name
+    and what flips it."""
+    found = {f: a.sensitivity(f, reference, label) for f in figs}
+    fragile = [f"{f.ratio_name} {sensitivity_text(s)}" for f, s in found.items() if s and not s.robust]
+    if not any(found.values()):
+        return None
+    return "; ".join(fragile) if fragile else "robust"
+
+
+SENSITIVITY_NOTE = ("Sensitivity: whether a verdict survives the run's excluded outlier blocks put back, and each of "
+                    "its tests left out in turn (the estimator run again without it); 'fragile' names what flips it "
+                    "(the most influential test first).")
+
+
 def builds_table(a: Analysis) -> Table:
     """Per build, over the whole suite: the geometric mean of every headline ratio."""
     figs = a.headline()
     columns = [Column("build", "build")]
     for f in figs:
-        columns += [Column(f.key, f"{f.ratio_name} [95% CI]"), Column(f"{f.key}_verdict", "verdict")]
+        columns += [Column(f.key, ratio_title(a, f)), Column(f"{f.key}_verdict", "verdict")]
         if f.median:
-            columns.append(Column(f"{f.key}_median", f"median {f.ratio_name}"))
+            columns.append(Column(f"{f.key}_median", f"median {figure_name(a, f)}"))
+    columns.append(Column("sensitivity", "sensitivity"))
     rows = []
     for label in a.labels:
         row = {"build": label}
@@ -32,16 +90,37 @@ def builds_table(a: Analysis) -> Table:
             if f.median:
                 row[f"{f.key}_median"] = (float(np.median([suite.micro(k).value for k in suite.micros]))
                                           if suite else None)
+        row["sensitivity"] = sensitivity_of_row(a, figs, a.base, label)
         rows.append(row)
+    models = [f for f in figs if a.is_model(f)]
+    claims = ("A ratio above 1 means the build is better than the base (more queries per second; fewer CPU "
+              "seconds, estimated cycles, instructions or I1 misses per query).")
+    if any(not a.is_model(f) for f in figs):
+        claims += f" Wall-clock ratios hold for the machine they were measured on, {a.cpu()}."
+    if models:
+        claims += (" Cost figures are callgrind's model of a fixed machine: a build is 'cheaper' or 'costlier' in "
+                   "that model, which is not a claim about speed; their intervals rest on the recipe's "
+                   "repeatability bound (an assumption, not measured by this run) and the repeats' variance.")
     return Table("builds", "Per build (geometric mean over the suite)", columns, rows,
-                 note="A ratio above 1 means the build is better than the base (more queries per second; fewer CPU "
-                      "seconds, estimated cycles, instructions or I1 misses per query).")
+                 note=f"{claims} {SENSITIVITY_NOTE}")
+
+
+def with_holm(rows: list[dict], estimate: str, out: str, family) -> None:
+    """Adds each row's verdict under Holm's correction (column `out`) to rows holding an Estimate in
+    `estimate`; a family is the rows of equal family(row) (one figure of one table)."""
+    families: dict = {}
+    for r in rows:
+        families.setdefault(family(r), []).append(r)
+    for members in families.values():
+        for r, v in zip(members, stats.adjusted_verdicts([r.get(estimate) for r in members])):
+            r[out] = v
 
 
 def groups_table(a: Analysis) -> Table:
     columns = [Column("group", "group"), Column("build", "build"), Column("figure", "figure"),
-               Column("min", "min"), Column("max", "max"), Column("geomean", "geomean [95% CI]"),
-               Column("median", "median"), Column("verdict", "verdict")]
+               Column("min", "min"), Column("max", "max"), Column("geomean", "geomean [95% CI or bound]"),
+               Column("median", "median"), Column("verdict", "verdict"), Column("holm", "verdict (Holm)"),
+               Column("sensitivity", "sensitivity")]
     rows = []
     for group in a.groups():
         keys = a.micros_of(group)
@@ -55,11 +134,14 @@ def groups_table(a: Analysis) -> Table:
                     continue
                 shape = stats.group_summary([suite.micro(k).value for k in present])
                 e = suite.summary(present)
-                rows.append({"group": group, "build": label, "figure": f.ratio_name, "min": shape["min"],
-                             "max": shape["max"], "geomean": e, "median": shape["median"], "verdict": e.verdict()})
+                rows.append({"group": group, "build": label, "figure": figure_name(a, f), "min": shape["min"],
+                             "max": shape["max"], "geomean": e, "median": shape["median"], "verdict": e.verdict(),
+                             "sensitivity": sensitivity_text(a.sensitivity(f, a.base, label, present))})
+    with_holm(rows, "geomean", "holm", lambda r: r["figure"])
     return Table("groups", "Per group", columns, rows,
                  note="min, max and median of the group's per-microbenchmark ratios; the geometric mean "
-                      "with its interval.")
+                      "with its interval. The Holm verdict controls the chance of any false claim among the "
+                      f"table's verdicts of one figure at 5%. {SENSITIVITY_NOTE}")
 
 
 def modes_table(a: Analysis) -> Table | None:
@@ -68,7 +150,7 @@ def modes_table(a: Analysis) -> Table | None:
     figs = a.headline()
     if len({f.mode for f in figs}) < 2:
         return None
-    columns = [Column("group", "group"), Column("build", "build")] + [Column(f.key, f.ratio_name) for f in figs]
+    columns = [Column("group", "group"), Column("build", "build")] + [Column(f.key, figure_name(a, f)) for f in figs]
     rows = []
     for group in a.groups():
         for label in a.labels:
@@ -83,18 +165,21 @@ def modes_table(a: Analysis) -> Table | None:
                       "gives each one's min, max, median and verdict.")
 
 
-def ratio_columns(figs: list[Figure]) -> list[Column]:
+def ratio_columns(a: Analysis, figs: list[Figure], holm: bool = False) -> list[Column]:
     return [c for f in figs
-            for c in (Column(f.key, f"{f.ratio_name} [95% CI]"), Column(f"{f.key}_verdict", "verdict"))]
+            for c in (Column(f.key, ratio_title(a, f)), Column(f"{f.key}_verdict", "verdict"),
+                      *([Column(f"{f.key}_holm", "verdict (Holm)")] if holm else []))]
 
 
 def pair_cells(a: Analysis, figs: list[Figure], reference: str, label: str) -> dict:
-    """Each figure's suite ratio of `label` against `reference` (a pair the analysis holds), and its verdict."""
+    """Each figure's suite ratio of `label` against `reference` (a pair the analysis holds), its
+    verdict, and how sensitive the row's verdicts are."""
     cells = {}
     for f in figs:
         suite = a.pairs.get((f.key, reference, label))
         e = suite.summary() if suite else None
         cells[f.key], cells[f"{f.key}_verdict"] = e, e.verdict() if e else None
+    cells["sensitivity"] = sensitivity_of_row(a, figs, reference, label)
     return cells
 
 
@@ -107,7 +192,8 @@ def series_table(a: Analysis) -> Table | None:
     if not pairs:
         return None
     figs = a.headline()
-    columns = [Column("variant", "variant"), Column("tree", "tree"), Column("against", "against")] + ratio_columns(figs)
+    columns = ([Column("variant", "variant"), Column("tree", "tree"), Column("against", "against")]
+               + ratio_columns(a, figs) + [Column("sensitivity", "sensitivity")])
     rows = []
     for ref, label in pairs:
         tree, own = target_labels.split(label)
@@ -116,7 +202,7 @@ def series_table(a: Analysis) -> Table | None:
     return Table("series", "Version series: each tree against the first, at equal optimization", columns, rows,
                  note="Geometric mean over the suite; above 1 the later tree is better at the same variant. How "
                       "much of a gap optimization closes: the per-build table, which reads every build of every "
-                      f"tree against the base, {a.base}.")
+                      f"tree against the base, {a.base}. {SENSITIVITY_NOTE}")
 
 
 def axes_table(a: Analysis) -> Table | None:
@@ -126,12 +212,13 @@ def axes_table(a: Analysis) -> Table | None:
     if not a.axes:
         return None
     figs = a.headline()
-    columns = [Column("axis", "axis"), Column("build", "build"), Column("against", "against")] + ratio_columns(figs)
+    columns = ([Column("axis", "axis"), Column("build", "build"), Column("against", "against")]
+               + ratio_columns(a, figs) + [Column("sensitivity", "sensitivity")])
     rows = [{"axis": p.axis, "build": p.with_, "against": p.without, **pair_cells(a, figs, p.without, p.with_)}
             for p in a.axes]
     return Table("axes", "Per axis: each build against its twin without that axis", columns, rows,
                  note="Geometric mean over the suite; above 1 the axis helps. The summary gives each axis's "
-                      "spread over its pairs.")
+                      f"spread over its pairs. {SENSITIVITY_NOTE}")
 
 
 def axis_summary_table(a: Analysis) -> Table | None:
@@ -152,7 +239,7 @@ def axis_summary_table(a: Analysis) -> Table | None:
             if not values:
                 continue
             shape = stats.group_summary(list(values.values()))
-            rows.append({"axis": axis, "figure": f.ratio_name, "pairs": len(values), "geomean": shape["avg"],
+            rows.append({"axis": axis, "figure": figure_name(a, f), "pairs": len(values), "geomean": shape["avg"],
                          "min": shape["min"], "max": shape["max"],
                          "least": min(values, key=values.get), "greatest": max(values, key=values.get)})
     return Table("axis_summary", "Per axis, over its pairs", columns, rows,
@@ -163,7 +250,7 @@ def axis_summary_table(a: Analysis) -> Table | None:
 def micro_table(a: Analysis) -> Table:
     figs = a.headline()
     columns = [Column("group", "group"), Column("micro", "microbenchmark"), Column("build", "build"),
-               *ratio_columns(figs), Column("pairs", "pairs")]
+               *ratio_columns(a, figs, holm=True), Column("pairs", "pairs")]
     rows = []
     for micro in a.micros:
         for label in a.labels:
@@ -176,7 +263,55 @@ def micro_table(a: Analysis) -> Table:
                 pairs = max(pairs, e.n if e else 0)
             row["pairs"] = pairs
             rows.append(row)
-    return Table("micro", "Per microbenchmark", columns, rows)
+    for f in figs:
+        with_holm(rows, f.key, f"{f.key}_holm", lambda r: True)
+    return Table("micro", "Per microbenchmark", columns, rows,
+                 note="verdict: each row on its own, at 95%; verdict (Holm): under Holm's correction over the "
+                      "column (every microbenchmark and build of one figure), so that the chance of any false "
+                      "claim among them is 5%.")
+
+
+# The cost model's headline figure and the wall clock's: how far the first predicts the second.
+MODEL_FIGURE, CLOCK_FIGURE = FIGURES_BY_KEY["cycles"], FIGURES_BY_KEY["qps"]
+
+
+def model_agreement_table(a: Analysis) -> Table | None:
+    """How far the cost model carries, per build (and per axis or series pair) and group, and over
+    the suite: the correlation of the tests' log rCost with their log rQPS, and the ratio of the two
+    log effects (the geometric means'). Only for runs with both figures."""
+    pairs = ([(a.base, label) for label in a.labels] + [(p.without, p.with_) for p in a.axes]
+             + sorted(a.series, key=lambda p: a.labels.index(p[1])))
+    rows = []
+    for reference, label in dict.fromkeys(pairs):
+        model, clock = a.estimates(MODEL_FIGURE, reference, label), a.estimates(CLOCK_FIGURE, reference, label)
+        if model is None or clock is None:
+            continue
+        for group in [*a.groups(), "all"]:
+            keys = [k for k in (a.micros if group == "all" else a.micros_of(group))
+                    if k in model.micros and k in clock.micros]
+            if not keys:
+                continue
+            x = np.log([clock.micro(k).value for k in keys])
+            y = np.log([model.micro(k).value for k in keys])
+            r = float(np.corrcoef(x, y)[0, 1]) if len(keys) >= 3 and x.std() > 0 and y.std() > 0 else None
+            qps, cost = clock.summary(keys), model.summary(keys)
+            ratio = (float(np.mean(y) / np.mean(x)) if qps.verdict() in stats.CLAIMS and np.mean(x) else None)
+            rows.append({"group": group, "build": label, "against": reference, "tests": len(keys),
+                         "clock": qps, "model": cost, "r": r, "ratio": ratio})
+    if not rows:
+        return None
+    return Table("model_agreement", "The cost model against the wall clock",
+                 [Column("group", "group"), Column("build", "build"), Column("against", "against"),
+                  Column("tests", "tests"), Column("clock", ratio_title(a, CLOCK_FIGURE)),
+                  Column("model", ratio_title(a, MODEL_FIGURE)),
+                  Column("r", f"r (per-test log {MODEL_FIGURE.ratio_name}, log {CLOCK_FIGURE.ratio_name})"),
+                  Column("ratio", f"log {MODEL_FIGURE.ratio_name} / log {CLOCK_FIGURE.ratio_name}")], rows,
+                 note=f"r: the correlation over the group's tests (3 or more) of their log {MODEL_FIGURE.ratio_name} "
+                      f"and log {CLOCK_FIGURE.ratio_name}, lowered by the wall clock's per-test noise. The last "
+                      f"column: how many times the model's effect (log of the geometric mean) the clock's is, shown "
+                      f"where {CLOCK_FIGURE.ratio_name}'s interval excludes 1; 1 where the model predicts the clock, "
+                      f"above 1 where it overstates it. The model's verdicts are about estimated cycles, not speed "
+                      f"on {a.cpu()}.")
 
 
 def excluded_table(a: Analysis) -> Table:
@@ -262,6 +397,6 @@ def charts(a: Analysis) -> list[Chart]:
                 suite = a.suites.get((f.key, label))
                 series[label] = [suite.micro(k) if suite and k in suite.micros else None for k in keys]
             if any(e for s in series.values() for e in s):
-                out.append(Chart(f"{f.ratio_name}-{group}", f"{group}: {f.ratio_name} vs {a.base}", f.ratio_name,
+                out.append(Chart(f"{f.ratio_name}-{group}", f"{group}: {figure_name(a, f)} vs {a.base}", f.ratio_name,
                                  [k.split("/", 1)[1] for k in keys], series))
     return out
