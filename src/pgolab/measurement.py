@@ -47,6 +47,9 @@ FIGURES: tuple[Figure, ...] = (
 )
 FIGURES_BY_KEY = {f.key: f for f in FIGURES}
 MODES = tuple(dict.fromkeys(f.mode for f in FIGURES))   # each measure's key (measures/ holds the measures)
+# What the report holds against each other to show how far the cost model carries: the model's
+# estimate of time per query, and the clock's queries per second.
+MODEL_FIGURE, CLOCK_FIGURE = FIGURES_BY_KEY["cycles"], FIGURES_BY_KEY["qps"]
 
 
 def figures(mode: str) -> list[Figure]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import labels as target_labels, stats
-from ..measurement import FIGURES_BY_KEY, Figure
+from ..measurement import CLOCK_FIGURE, MODEL_FIGURE, Figure
 from ..profiles.bolt import BoltStats
 from ..record import BuildRecord
 from ..store import StoredTarget
@@ -269,10 +269,6 @@ def micro_table(a: Analysis) -> Table:
                  note="verdict: each row on its own, at 95%; verdict (Holm): under Holm's correction over the "
                       "column (every microbenchmark and build of one figure), so that the chance of any false "
                       "claim among them is 5%.")
-
-
-# The cost model's headline figure and the wall clock's: how far the first predicts the second.
-MODEL_FIGURE, CLOCK_FIGURE = FIGURES_BY_KEY["cycles"], FIGURES_BY_KEY["qps"]
 
 
 def model_agreement_table(a: Analysis) -> Table | None:
