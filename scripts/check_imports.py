@@ -65,6 +65,8 @@ LAYERS: dict[str, int] = {
     "bench": 13,
     # the report model, then its renderers
     "report": 14,
+    # a run as one file (export, import): the store's rows and the PGO targets' profiles
+    "runfile": 14,
     "render": 15, "charts": 15,
     # drivers of builds and benchmarks
     "matrix": 16, "quality": 16,

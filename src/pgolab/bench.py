@@ -31,11 +31,15 @@ from .targets import installation_for_binary
 
 def run_identity(server: str, base: str, targets: list[BenchTarget], digests: dict[str, str],
                  options: BenchOptions, host: Host, measures: list[Measure] | None = None) -> dict:
-    """What a resumed run must match, key by key."""
+    """What a resumed run must match, key by key. The machine only if a measure's figures belong to
+    it (wall clock): a cost-only run continues on another host (after `pgolab import`)."""
+    measures = measures if measures is not None else measures_mod.of_modes(options.modes)
     micros = [suite_mod.key(m) for m in suite_mod.suite(options.suite)]
     identity = {"server": server, "base": base, "suite": options.suite, "micros": micros,
-                "options": options.identity(), "targets": digests, "host": host.identity()}
-    for measure in measures if measures is not None else measures_mod.of_modes(options.modes):
+                "options": options.identity(), "targets": digests}
+    if any(m.machine_bound for m in measures):
+        identity["host"] = host.identity()
+    for measure in measures:
         identity |= measure.identity()
     return identity
 

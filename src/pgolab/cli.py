@@ -533,6 +533,39 @@ def report_cmd(
         raise PgolabError(f"unknown format {fmt!r}", hint="terminal, markdown, html, csv or json")
 
 
+@app.command("export", cls=_Command)
+def export_cmd(
+    run: str = typer.Argument(..., metavar="RUN", help="run name or id"),
+    out_file: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="the run file to write"),
+    store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE",
+                                                help="SQLite file (default in pgolab home)"),
+    with_profiles: bool = typer.Option(False, "--with-profiles",
+                                       help="add the exported profiles of its PGO targets"),
+) -> None:
+    """Write a stored run as one file (identity, host, targets with their build records, every sample
+    and excluded block), for `pgolab import` on another machine."""
+    from .runfile import export_run
+    from .store import Store
+    samples = export_run(Store(store_path), run, out_file, with_profiles)
+    console.print(f"{out_file}: run {run}, {samples} samples")
+
+
+@app.command("import", cls=_Command)
+def import_cmd(
+    run_file: Path = typer.Argument(..., metavar="FILE", help="a file written by pgolab export"),
+    store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE",
+                                                help="SQLite file (default in pgolab home)"),
+) -> None:
+    """Bring an exported run into the store: the run if it is new, else the samples it lacks. Run the
+    run's own command to continue it (a cost-only run continues on any host)."""
+    from .runfile import import_run
+    from .store import Store
+    got = import_run(Store(store_path), run_file)
+    console.print(f"run {got.run}: {got.samples_added} of {got.samples_in_file} samples added")
+    for path in got.profiles:
+        console.print(f"profile: {path} (pgolab build SOURCE --variant V --profile {path})")
+
+
 profile_app = typer.Typer(cls=_Group, no_args_is_help=True, help="A PGO build's training profile as a file.")
 app.add_typer(profile_app, name="profile")
 

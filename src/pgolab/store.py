@@ -286,6 +286,64 @@ class Store:
         return {(s.step.micro, s.step.instance, s.step.block, s.step.label): s.values.get(figure)
                 for s in self.samples(run_id, mode, micro)}
 
+    # -- a run as rows (runfile.py writes and reads them as one file) ----------------------------
+    RUN_COLUMNS = ("name", "created", "server", "base", "suite", "options", "host", "identity", "commands", "status")
+    TARGET_COLUMNS = ("label", "kind", "server_binary", "binary_digest", "description")
+    SAMPLE_COLUMNS = ("mode", "micro", "grp", "instance", "block", "position", "label", "vals", "seconds", "detail",
+                      "command", "output", "created")
+    EXCLUDED_COLUMNS = ("mode", "micro", "instance", "block", "reason")
+
+    def rows(self, run_id: int) -> dict[str, list[dict] | dict]:
+        """Everything stored of a run, column by column as stored (JSON columns as their text)."""
+        def select(table: str, columns: tuple[str, ...]) -> list[dict]:
+            order = "id" if table == "samples" else "rowid"
+            return [dict(zip(columns, r)) for r in self.db.execute(
+                f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = ? ORDER BY {order}", (run_id,))]
+        run = self.db.execute(f"SELECT {', '.join(self.RUN_COLUMNS)} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return {"run": dict(zip(self.RUN_COLUMNS, run)), "targets": select("targets", self.TARGET_COLUMNS),
+                "samples": select("samples", self.SAMPLE_COLUMNS), "excluded": select("excluded", self.EXCLUDED_COLUMNS)}
+
+    def add_rows(self, rows: dict) -> tuple[int, int]:
+        """A run's rows (from `rows`, maybe of another store) into this store: the run created if new,
+        else only what it lacks added (a run's identity must be the same, a target's binary too).
+        Returns the run's id and how many samples were added; adding the same rows again adds none."""
+        run = rows["run"]
+        with self.db:
+            row = self.db.execute("SELECT id, identity, commands FROM runs WHERE name = ?", (run["name"],)).fetchone()
+            if row is None:
+                run_id = self.db.execute(f"INSERT INTO runs ({', '.join(self.RUN_COLUMNS)}) VALUES "
+                                         f"({', '.join('?' * len(self.RUN_COLUMNS))})",
+                                         [run[c] for c in self.RUN_COLUMNS]).lastrowid
+            else:
+                run_id = row["id"]
+                stored, incoming = json.loads(row["identity"]), json.loads(run["identity"])
+                differing = identity_difference(stored, incoming)
+                if differing:
+                    raise PgolabError(f"run {run['name']!r} is stored here with another identity: "
+                                      f"{', '.join(differing)} differ", hint="import it into another --store")
+                commands = json.loads(row["commands"])
+                commands += [c for c in json.loads(run["commands"]) if c not in commands]
+                self.db.execute("UPDATE runs SET commands = ? WHERE id = ?", (json.dumps(commands), run_id))
+            for target in rows["targets"]:
+                have = self.db.execute("SELECT binary_digest FROM targets WHERE run_id = ? AND label = ?",
+                                       (run_id, target["label"])).fetchone()
+                if have is not None and have["binary_digest"] != target["binary_digest"]:
+                    raise PgolabError(f"target {target['label']!r} of run {run['name']!r} has binary "
+                                      f"{target['binary_digest'][:12]} there and {have['binary_digest'][:12]} here",
+                                      hint="one label, one binary: import it into another --store")
+                self.db.execute(f"INSERT OR IGNORE INTO targets (run_id, {', '.join(self.TARGET_COLUMNS)}) VALUES "
+                                f"(?, {', '.join('?' * len(self.TARGET_COLUMNS))})",
+                                [run_id, *(target[c] for c in self.TARGET_COLUMNS)])
+            before = self.sample_count(run_id)
+            for sample in rows["samples"]:
+                self.db.execute(f"INSERT OR IGNORE INTO samples (run_id, {', '.join(self.SAMPLE_COLUMNS)}) VALUES "
+                                f"(?, {', '.join('?' * len(self.SAMPLE_COLUMNS))})",
+                                [run_id, *(sample[c] for c in self.SAMPLE_COLUMNS)])
+            for block in rows["excluded"]:
+                self.db.execute("INSERT OR IGNORE INTO excluded VALUES (?, ?, ?, ?, ?, ?)",
+                                [run_id, *(block[c] for c in self.EXCLUDED_COLUMNS)])
+            return run_id, self.sample_count(run_id) - before
+
     def sample_count(self, run_id: int) -> int:
         return self.db.execute("SELECT count(*) FROM samples WHERE run_id = ?", (run_id,)).fetchone()[0]
 

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 class Measure:
     key: str = ""          # the mode name a user types and the store keeps (--measure qps,cost)
     title: str = ""        # how the report names it
+    # Its figures belong to the machine that took them (wall clock): a run that measures it names the
+    # machine in its identity and continues only there; a run of simulated figures continues anywhere.
+    machine_bound: bool = False
 
     @property
     def figures(self) -> list[Figure]:

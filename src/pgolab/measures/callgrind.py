@@ -85,6 +85,14 @@ def function_names(binary: Path, runner: Runner) -> set[str]:
     return names
 
 
+def valgrind_version(runner: Runner) -> str:
+    """`valgrind --version` (its simulation is part of what a cost figure means), or "not installed"."""
+    try:
+        return runner.run(["valgrind", "--version"], check=False, what="valgrind version").output.strip()
+    except PgolabError:
+        return "not installed"
+
+
 def valgrind_wrapper(out_dir: Path, entry_points: tuple[str, ...] | None) -> list[str]:
     """The callgrind command line a server starts under. With entry points, collection is on
     only inside them; without, it is off until the measured run switches it on."""

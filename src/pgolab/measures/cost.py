@@ -27,13 +27,14 @@ from .. import stats
 from ..errors import PgolabError
 from ..fleet import sysbench_argv
 from ..measurement import BenchOptions, FIGURES, Sample, Step
+from .. import paths
 from ..paths import chown_tree
 from ..document import Column, Table
-from ..runner import format_command
+from ..runner import Runner, format_command
 from ..schedule import Plan
 from ..suite import Micro
 from .base import Measure
-from .callgrind import CACHE_GEOMETRY, CYCLE_FORMULA, Counts, function_names, valgrind_wrapper
+from .callgrind import CACHE_GEOMETRY, CYCLE_FORMULA, Counts, function_names, valgrind_version, valgrind_wrapper
 from .counting import Counted, counting_for
 
 if TYPE_CHECKING:
@@ -184,7 +185,9 @@ class CostMeasure(Measure):
         return CostExecutor(fleet, options, labels)
 
     def identity(self) -> dict:
-        return {"cost_method": {"cache_geometry": CACHE_GEOMETRY, "cycles": CYCLE_FORMULA}}
+        # The simulation, not the machine: a cost run continues on any host with the same valgrind.
+        return {"cost_method": {"cache_geometry": CACHE_GEOMETRY, "cycles": CYCLE_FORMULA,
+                                "valgrind": valgrind_version(Runner(paths.home() / "logs" / "valgrind-version.log"))}}
 
     def tolerance(self, options: BenchOptions) -> float:
         return options.cost_tolerance or DEFAULT_TOLERANCE

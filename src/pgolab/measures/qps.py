@@ -85,6 +85,7 @@ class QpsExecutor:
 class QpsMeasure(Measure):
     key = "qps"
     title = "QPS"
+    machine_bound = True
 
     def plan(self, options: BenchOptions) -> Plan:
         return Plan(instances=options.instances, blocks=options.blocks,

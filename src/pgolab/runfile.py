@@ -1,0 +1,108 @@
+"""A run as one file (`pgolab export`, `pgolab import`): how a run travels between machines.
+
+The file is gzipped JSON holding everything the store keeps of the run: its identity, options and
+host, every target with its build record and binary digest, every sample, every excluded block
+with its reason, and, if asked, the exported profiles of its PGO targets. It carries its format
+version and a digest of its content, checked on import: a truncated or edited file is refused, not
+half imported. Importing the same file twice changes nothing.
+
+A run killed on one machine continues on another: rebuild the same binaries there (the same
+digests: reproducible builds, PGO ones from the exported profiles), import the file, run the same
+command. A run that measures wall-clock QPS names its machine in its identity, so it continues
+only on the same kind of CPU; a cost-only run continues anywhere (bench.run_identity).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__, paths, profile_file
+from .errors import PgolabError
+from .record import BuildRecord
+from .store import Store
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Imported:
+    run: str
+    run_id: int
+    samples_added: int
+    samples_in_file: int
+    profiles: list[Path]
+
+
+def _content_digest(content: dict) -> str:
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def export_run(store: Store, run_ref: str, out: Path, with_profiles: bool = False) -> int:
+    """Write a stored run to `out`; returns how many samples it holds."""
+    run = store.run(run_ref)
+    if run is None:
+        raise PgolabError(f"no stored run {run_ref!r} in {store.path}", hint="`pgolab report --list` shows them")
+    content = store.rows(run.id)
+    if with_profiles:
+        content["profiles"] = _profiles_of(store, run.id)
+    document = {"format": FORMAT, "pgolab": __version__, "digest": _content_digest(content), "content": content}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".partial")
+    with gzip.open(tmp, "wt") as f:
+        json.dump(document, f)
+    tmp.replace(out)
+    return len(content["samples"])
+
+
+def _profiles_of(store: Store, run_id: int) -> dict[str, str]:
+    """label -> its profile file (base64), for every target whose build trained a profile of its own."""
+    found = {}
+    for t in store.targets(run_id):
+        record = t.description
+        if not isinstance(record, BuildRecord) or not (record.dir / "profile").is_dir():
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "profile.tgz"
+            try:
+                profile_file.export_build(record.label, record.source_path, out)
+            except PgolabError:     # not a PGO build, or one that reads its twin's profile
+                continue
+            found[t.label] = base64.b64encode(out.read_bytes()).decode()
+    return found
+
+
+def read(path: Path) -> dict:
+    try:
+        with gzip.open(path, "rt") as f:
+            document = json.load(f)
+    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise PgolabError(f"{path} is not a pgolab run file: {exc}", hint="give a file written by `pgolab export`")
+    version = document.get("format") if isinstance(document, dict) else None
+    if not isinstance(version, int) or version > FORMAT:
+        raise PgolabError(f"{path} is a run file of format {version!r}; this pgolab reads up to {FORMAT}",
+                          hint="upgrade pgolab, or export the run again with this one")
+    if _content_digest(document.get("content", {})) != document.get("digest"):
+        raise PgolabError(f"{path} does not match its own digest (truncated or edited)",
+                          hint="export the run again and copy the whole file")
+    return document["content"]
+
+
+def import_run(store: Store, path: Path) -> Imported:
+    """Bring a run file into the store: the run if it is new, else what the store lacks of it."""
+    content = read(path)
+    run_id, added = store.add_rows(content)
+    profiles = []
+    if content.get("profiles"):
+        folder = paths.home() / "profiles" / content["run"]["name"]
+        folder.mkdir(parents=True, exist_ok=True)
+        for label, data in content["profiles"].items():
+            target = folder / f"{label}.profile.tgz"
+            target.write_bytes(base64.b64decode(data))
+            profiles.append(target)
+    return Imported(content["run"]["name"], run_id, added, len(content["samples"]), profiles)

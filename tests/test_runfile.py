@@ -1,0 +1,147 @@
+"""A run that travels (issue 30): exported, imported once or twice, continued on another machine when
+its figures are the simulation's, refused there when they are the clock's. Fake measures and
+fleets (pure logic): the real parts are the store, the scheduler, the report and the file."""
+
+import gzip
+import json
+from dataclasses import replace
+
+import pytest
+
+from pgolab import bench, report, runfile
+from pgolab.errors import PgolabError
+from pgolab.host import Host
+from pgolab.measurement import BenchOptions, Sample
+from pgolab.measures.cost import CostMeasure
+from pgolab.store import Store
+
+from test_measures import SPEED, FakeFleet, FakeQps, fake_targets
+
+
+class Killed(Exception):
+    """Stands for the machine going away mid-run."""
+
+
+class FakeCostExecutor:
+    """Estimated cycles of 1e6 / SPEED[label] (deterministic, as callgrind's are); raises Killed at
+    the `stop_after`-th step, as a lost machine would stop the run."""
+    mode = "cost"
+    concurrency = 1
+
+    def __init__(self, stop_after=None):
+        self.steps, self.stop_after = 0, stop_after
+
+    def start_instance(self, micro, instance):
+        pass
+
+    def measure(self, micro, step):
+        self.steps += 1
+        if self.stop_after is not None and self.steps > self.stop_after:
+            raise Killed()
+        cycles = 1e6 / SPEED[step.label]
+        return Sample(step, {"cycles": cycles, "instructions": cycles / 2, "i1_misses": 10.0, "d1_misses": 5.0,
+                             "ll_misses": 1.0, "mispredicts": 3.0}, 0.0, detail={"method": "fake"})
+
+    def stop_instance(self):
+        pass
+
+    def close(self):
+        pass
+
+
+class FakeCost(CostMeasure):
+    def __init__(self, stop_after=None):
+        self.stop_after = stop_after
+
+    def executor(self, fleet, options, labels):
+        return FakeCostExecutor(self.stop_after)
+
+    def identity(self):
+        return {"cost_method": {"fake": True}}
+
+
+OPTIONS = BenchOptions(suite="quick", modes=("cost",), cost_write_repeats=2)
+
+
+def run(store, tmp_path, measure, name="travel"):
+    return bench.run_bench(store, name, "a", fake_targets(tmp_path), OPTIONS, "pgolab bench (test)",
+                           measures=[measure], fleet_factory=FakeFleet)
+
+
+def another_machine(monkeypatch):
+    here = Host.this()
+    monkeypatch.setattr(Host, "this", classmethod(lambda cls: replace(here, cpu_id=here.cpu_id + " (another)",
+                                                                      hostname="elsewhere")))
+
+
+def test_a_run_killed_on_one_machine_continues_on_another_from_its_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    first = Store(tmp_path / "first.sqlite")
+    with pytest.raises(Killed):
+        run(first, tmp_path, FakeCost(stop_after=7))
+    assert first.run("travel").status == "failed" and first.sample_count(first.run("travel").id) == 7
+    exported = tmp_path / "travel.run.gz"
+    assert runfile.export_run(first, "travel", exported) == 7
+
+    another_machine(monkeypatch)
+    second = Store(tmp_path / "second.sqlite")
+    got = runfile.import_run(second, exported)
+    assert (got.samples_added, got.samples_in_file) == (7, 7)
+    assert runfile.import_run(second, exported).samples_added == 0, "importing twice changes nothing"
+    run_id = run(second, tmp_path, FakeCost())               # the same command, on the other machine
+    done = second.sample_count(run_id)
+    whole = run(Store(tmp_path / "whole.sqlite"), tmp_path, FakeCost(), name="whole")
+    assert done == Store(tmp_path / "whole.sqlite").sample_count(whole) > 7
+    steps = [s.step for s in second.samples(run_id)]
+    assert len({(s.micro, s.instance, s.block, s.label) for s in steps}) == len(steps), "no step measured twice"
+    row = next(r for r in report.compute(second, "travel").table("builds").rows if r["build"] == "b")
+    assert row["cycles"].value == pytest.approx(1.25)
+
+
+def test_a_wall_clock_run_does_not_continue_on_another_machine(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    first = Store(tmp_path / "first.sqlite")
+    bench.run_bench(first, "clock", "a", fake_targets(tmp_path), BenchOptions(suite="quick", instances=1, blocks=2),
+                    "test", measures=[FakeQps()], fleet_factory=FakeFleet)
+    runfile.export_run(first, "clock", tmp_path / "clock.gz")
+    another_machine(monkeypatch)
+    second = Store(tmp_path / "second.sqlite")
+    runfile.import_run(second, tmp_path / "clock.gz")
+    with pytest.raises(PgolabError, match="host.cpu_id"):
+        bench.run_bench(second, "clock", "a", fake_targets(tmp_path), BenchOptions(suite="quick", instances=1, blocks=2),
+                        "test", measures=[FakeQps()], fleet_factory=FakeFleet)
+
+
+def test_an_exported_run_reports_as_the_stored_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    first = Store(tmp_path / "first.sqlite")
+    bench.run_bench(first, "r", "a", fake_targets(tmp_path), BenchOptions(suite="quick", instances=2, blocks=2),
+                    "test", measures=[FakeQps()], fleet_factory=FakeFleet)
+    runfile.export_run(first, "r", tmp_path / "r.gz")
+    second = Store(tmp_path / "second.sqlite")
+    runfile.import_run(second, tmp_path / "r.gz")
+    assert report.compute(second, "r") == report.compute(first, "r")
+
+
+def test_a_damaged_or_conflicting_file_is_refused_whole(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    store = Store(tmp_path / "s.sqlite")
+    run(store, tmp_path, FakeCost())
+    path = tmp_path / "r.gz"
+    runfile.export_run(store, "travel", path)
+    document = json.loads(gzip.open(path, "rt").read())
+    document["content"]["samples"] = document["content"]["samples"][:3]      # truncated by hand
+    gzip.open(tmp_path / "cut.gz", "wt").write(json.dumps(document))
+    other = Store(tmp_path / "other.sqlite")
+    with pytest.raises(PgolabError, match="does not match its own digest"):
+        runfile.import_run(other, tmp_path / "cut.gz")
+    assert other.run("travel") is None, "nothing of a refused file is kept"
+    document = json.loads(gzip.open(path, "rt").read())
+    document["content"]["run"]["identity"] = json.dumps({"another": "experiment"})
+    document["digest"] = runfile._content_digest(document["content"])
+    gzip.open(tmp_path / "clash.gz", "wt").write(json.dumps(document))
+    with pytest.raises(PgolabError, match="another identity"):
+        runfile.import_run(store, tmp_path / "clash.gz")
+    (tmp_path / "junk.gz").write_bytes(b"junk")
+    with pytest.raises(PgolabError, match="not a pgolab run file"):
+        runfile.import_run(store, tmp_path / "junk.gz")
