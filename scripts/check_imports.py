@@ -69,7 +69,7 @@ LAYERS: dict[str, int] = {
     "runfile": 14,
     "render": 15, "charts": 15,
     # drivers of builds and benchmarks
-    "matrix": 16, "quality": 16,
+    "matrix": 16, "quality": 16, "merge": 16,
     "cli": 17, "__main__": 17,
 }
 

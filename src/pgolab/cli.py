@@ -468,6 +468,9 @@ def matrix_cmd(
     run_name: Optional[str] = typer.Option(None, "--run", metavar="NAME",
                                            help="run name (default: matrix-SOURCE-SUITE-MODES); "
                                                 "{binaries} in it stands for the binaries' digest"),
+    shard: Optional[str] = typer.Option(None, "--shard", metavar="K/N",
+                                        help="build and measure the K-th of N shares of the matrix, and the base "
+                                             "(pgolab merge puts the shards' runs together)"),
     *, options, binary, store_path, out_dir,
 ) -> None:
     """Build every variant named (cheapest first, up-to-date ones skipped), benchmark them all in one
@@ -476,10 +479,11 @@ def matrix_cmd(
     from .render import export, print_terminal
     from .store import Store
     trees = [_resolve_source(s) for s in source_args]
+    share = matrix.parse_shard(shard) if shard else None
     request = matrix.MatrixRequest(
         sources=trees, variants=matrix.choose(variants, bolt), base=base, train=parse_train(train, train_seconds),
-        options=options, run_name=run_name or matrix.default_run_name(trees, options),
-        binaries=[bench.binary_target(b) for b in binary], jobs=jobs)
+        options=options, run_name=run_name or matrix.default_run_name(trees, options, share),
+        binaries=[bench.binary_target(b) for b in binary], jobs=jobs, shard=share)
     store = Store(store_path)
     shown = ", ".join(f"{t.server} {t.version}" for t in trees)
     console.print(f"source: {shown}; run {request.run_name}; store {store.path}")
@@ -494,6 +498,29 @@ def matrix_cmd(
         shutil.copy(result.timing_log, out_dir / result.timing_log.name)
         console.print(f"exported to {out_dir}: {', '.join(p.name for p in files.values())}, "
                       f"{result.timing_log.name}")
+
+
+@app.command("merge", cls=_Command)
+def merge_cmd(
+    shards: List[str] = typer.Argument(..., metavar="RUN_OR_FILE...", help="each shard's run, or its exported file"),
+    name: str = typer.Option(..., "--name", metavar="NAME", help="the merged run's name"),
+    store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE",
+                                                help="SQLite file (default in pgolab home)"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR",
+                                           help="write every format, charts and report.html here"),
+) -> None:
+    """One run from a matrix's shards (matrix --shard K/N), each build read against its own shard's
+    base; refused with the reason if they are not one experiment. Prints the matrix tables."""
+    from . import report
+    from .merge import merge
+    from .render import export, print_terminal
+    from .store import Store
+    store = Store(store_path)
+    run_id = merge(store, shards, name, _command_line())
+    data = report.compute(store, run_id)
+    print_terminal(data, out)
+    if out_dir:
+        export(data, out_dir)
 
 
 @app.command("report", cls=_Command)

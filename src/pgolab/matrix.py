@@ -63,6 +63,34 @@ def relative_cost(v: Variant) -> float:
     return cost
 
 
+def parse_shard(text: str) -> tuple[int, int]:
+    """--shard K/N: the K-th of N shares, 1 <= K <= N."""
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        k = n = 0
+    if not 1 <= k <= n:
+        raise PgolabError(f"--shard takes K/N with 1 <= K <= N, got {text!r}", hint="e.g. --shard 2/3")
+    return k, n
+
+
+def shard_of(chosen: list[Variant], k: int, n: int) -> list[Variant]:
+    """The K-th of N shares of a matrix, the same on every machine: builds that share an
+    instrumented build (a PGO variant, its _bolt twin) stay together; the groups go, most costly
+    first, to the share with the least cost so far (ties to the lower share, then by name). The
+    base is not assigned: every shard builds and measures it, as the anchor `pgolab merge` checks."""
+    groups: dict[str, list[Variant]] = {}
+    for v in chosen:
+        key = v.without_bolt().instrumented().name if v.reads_profile else v.name
+        groups.setdefault(key, []).append(v)
+    load, assigned = [0.0] * n, [[] for _ in range(n)]
+    for key, members in sorted(groups.items(), key=lambda g: (-sum(map(relative_cost, g[1])), g[0])):
+        share = min(range(n), key=lambda i: (load[i], i))
+        load[share] += sum(map(relative_cost, members))
+        assigned[share] += members
+    return [v for v in chosen if v in assigned[k - 1]]
+
+
 def build_order(chosen: list[Variant]) -> list[Variant]:
     """Cheapest first (so most of the matrix exists early); ties keep the order given."""
     return sorted(chosen, key=relative_cost)
@@ -79,6 +107,7 @@ class MatrixRequest:
     binaries: list[BenchTarget] = field(default_factory=list)   # e.g. Debian's server, by --binary
     jobs: int = 2
     use_ccache: bool = True
+    shard: tuple[int, int] | None = None     # (K, N): build and measure the K-th share, and the base
 
 
 class MatrixProgress(Protocol):
@@ -105,6 +134,8 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
     series = len(request.sources) > 1
     base_variant = target_labels.split(request.base)[1]
     chosen = list(request.variants)
+    if request.shard is not None:
+        chosen = shard_of([v for v in chosen if v.name != base_variant], *request.shard)
     if request.base not in [b.label for b in request.binaries] and base_variant not in [v.name for v in chosen]:
         chosen.insert(0, variants_mod.parse(base_variant))
     # Tree by tree in the order given, each tree's variants cheapest first.
@@ -143,6 +174,7 @@ def _log_timing(run_name: str, result: MatrixResult) -> Path:
     return path
 
 
-def default_run_name(sources: list[SourceTree], options: BenchOptions) -> str:
-    return f"matrix-{'-'.join(s.label for s in sources)}-{options.suite}-{'-'.join(options.modes)}"
+def default_run_name(sources: list[SourceTree], options: BenchOptions, shard: tuple[int, int] | None = None) -> str:
+    name = f"matrix-{'-'.join(s.label for s in sources)}-{options.suite}-{'-'.join(options.modes)}"
+    return f"{name}-shard{shard[0]}of{shard[1]}" if shard else name
 

@@ -1,0 +1,165 @@
+"""One run from the shards of a matrix (`pgolab merge`): each shard measured the base beside its own
+builds, so every build is read against the base of its own shard.
+
+A shard's samples keep their blocks; its instances are renumbered (shard k's instance i becomes
+100·k + i) so that each build pairs with the base measurement of its own shard, never another's.
+The merge refuses, with the reason, shards that are not one experiment:
+- another suite, other options, another cost method (cache geometry, cycle formula, valgrind);
+- an anchor that moved: the base's binary differs between shards and its per-test cost differs by
+  more than the cross-machine bound;
+- one label with two binaries.
+Wall-clock figures travel only between shards measured on one CPU model; otherwise the merged run
+keeps the cost figures alone and says why, and each shard's own run keeps its QPS.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import runfile
+from .errors import PgolabError
+from .host import Host
+from .measurement import MODEL_FIGURE
+from .measures import MEASURES
+from .store import Store, identity_difference
+
+# How far one binary's read-only cost per query moved between machines (Debian's mariadbd on three:
+# 0.02-1.4 % on instructions at equal cost scale): two bases with different digests are one anchor
+# only if every test's estimated cycles agree within this.
+CROSS_MACHINE_BOUND = 0.015
+INSTANCE_STRIDE = 100
+
+
+@dataclass(frozen=True)
+class Shard:
+    name: str           # its run's name, or the file it came from
+    rows: dict          # store.rows() of its run
+
+
+def load(store: Store, refs: list[str]) -> list[Shard]:
+    """Each ref is a run stored here or a file written by `pgolab export`."""
+    shards = []
+    for ref in refs:
+        path = Path(ref)
+        if path.is_file():
+            shards.append(Shard(ref, runfile.read(path)))
+            continue
+        run = store.run(ref)
+        if run is None:
+            raise PgolabError(f"{ref!r} is neither a stored run nor a run file", hint="`pgolab report --list`")
+        shards.append(Shard(ref, store.rows(run.id)))
+    if len(shards) < 2:
+        raise PgolabError("merge takes two shards or more", hint="name each shard's run or run file")
+    return shards
+
+
+def _identity(shard: Shard) -> dict:
+    return json.loads(shard.rows["run"]["identity"])
+
+
+def check_same_experiment(shards: list[Shard]) -> None:
+    first = _identity(shards[0])
+    compared = {k: v for k, v in first.items() if k not in ("targets", "host")}
+    for shard in shards[1:]:
+        other = {k: v for k, v in _identity(shard).items() if k not in ("targets", "host")}
+        differing = identity_difference(compared, other)
+        if differing:
+            raise PgolabError(f"{shard.name} is another experiment than {shards[0].name}: {', '.join(differing)} differ",
+                              hint="merge shards of one matrix command (same suite, options and cost method)")
+
+
+def check_labels(shards: list[Shard], base: str) -> None:
+    seen: dict[str, tuple[str, str]] = {}
+    for shard in shards:
+        for t in shard.rows["targets"]:
+            if t["label"] == base:
+                continue
+            if t["label"] in seen and seen[t["label"]][0] != t["binary_digest"]:
+                raise PgolabError(f"{t['label']} was measured with two binaries ({seen[t['label']][1]} and "
+                                  f"{shard.name})", hint="merge shards whose builds of one label are one binary")
+            seen.setdefault(t["label"], (t["binary_digest"], shard.name))
+
+
+def _base_cycles(shard: Shard, base: str) -> dict[str, float]:
+    values = defaultdict(list)
+    for s in shard.rows["samples"]:
+        if s["label"] == base and s["mode"] == MODEL_FIGURE.mode:
+            value = json.loads(s["vals"]).get(MODEL_FIGURE.key)
+            if value:
+                values[s["micro"]].append(value)
+    return {micro: sum(v) / len(v) for micro, v in values.items()}
+
+
+def check_anchor(shards: list[Shard], base: str, bound: float = CROSS_MACHINE_BOUND) -> None:
+    """The base of every shard is one binary, or costs the same per test within the bound."""
+    digests = {s.name: next((t["binary_digest"] for t in s.rows["targets"] if t["label"] == base), None) for s in shards}
+    if None in digests.values():
+        missing = [name for name, d in digests.items() if d is None]
+        raise PgolabError(f"{', '.join(missing)} did not measure the base {base}", hint="every shard measures the base")
+    if len(set(digests.values())) == 1:
+        return
+    reference = _base_cycles(shards[0], base)
+    if not reference:
+        raise PgolabError(f"the base {base} is another binary in each shard and no shard measured its cost",
+                          hint="rebuild the base from the same source and toolchain (reproducible builds) or "
+                               "measure cost in every shard")
+    for shard in shards[1:]:
+        cycles = _base_cycles(shard, base)
+        off = sorted(m for m in reference if m in cycles and abs(math.log(cycles[m] / reference[m])) > bound)
+        if off:
+            raise PgolabError(f"the base {base} of {shard.name} is another binary than {shards[0].name}'s and costs "
+                              f"more than ±{bound:.1%} otherwise in {len(off)} tests: {', '.join(off[:8])}",
+                              hint="rebuild the base identically in every shard (same source, toolchain, variant)")
+
+
+def one_cpu(shards: list[Shard]) -> bool:
+    hosts = {(h.cpu, h.cpu_id) for h in (Host.from_dict(json.loads(s.rows["run"]["host"])) for s in shards)}
+    return len(hosts) == 1
+
+
+def merged_rows(shards: list[Shard], name: str, command: str) -> dict:
+    base = shards[0].rows["run"]["base"]
+    keep_clock = one_cpu(shards)
+    dropped = {m.key for m in MEASURES.values() if m.machine_bound and not keep_clock}
+    run = dict(shards[0].rows["run"])
+    notes = [command, f"merged from {', '.join(s.name for s in shards)}: shard k's instance i is instance "
+                      f"{INSTANCE_STRIDE}·k + i; every build is read against its own shard's base"]
+    if dropped:
+        cpus = sorted({Host.from_dict(json.loads(s.rows["run"]["host"])).describe() for s in shards})
+        notes.append(f"{', '.join(sorted(dropped))} left out: the shards ran on different CPUs ({'; '.join(cpus)}); "
+                     f"each shard's own run keeps them")
+    identity = {"merged_from": [_identity(s) for s in shards]}
+    options = json.loads(run["options"])
+    options["modes"] = [m for m in options.get("modes", []) if m not in dropped]
+    run.update(name=name, identity=json.dumps(identity), commands=json.dumps(notes), status="finished",
+               options=json.dumps(options))
+    targets, samples, excluded = [], [], []
+    for k, shard in enumerate(shards, start=1):
+        for t in shard.rows["targets"]:
+            if t["label"] not in [x["label"] for x in targets]:
+                targets.append(t)
+        for s in shard.rows["samples"]:
+            if s["mode"] not in dropped:
+                samples.append({**s, "instance": INSTANCE_STRIDE * k + s["instance"]})
+        for e in shard.rows["excluded"]:
+            if e["mode"] not in dropped:
+                excluded.append({**e, "instance": INSTANCE_STRIDE * k + e["instance"]})
+    targets.sort(key=lambda t: t["label"] != base)
+    return {"run": run, "targets": targets, "samples": samples, "excluded": excluded}
+
+
+def merge(store: Store, refs: list[str], name: str, command: str) -> int:
+    """The shards' runs as one run named `name` in the store; returns its id."""
+    shards = load(store, refs)
+    base = shards[0].rows["run"]["base"]
+    if any(s.rows["run"]["base"] != base for s in shards):
+        raise PgolabError("the shards have different bases", hint="merge shards of one matrix command")
+    check_same_experiment(shards)
+    check_labels(shards, base)
+    check_anchor(shards, base)
+    run_id, _ = store.add_rows(merged_rows(shards, name, command))
+    return run_id

@@ -1,0 +1,108 @@
+"""A matrix in shards (issue 30): the assignment is deterministic and balanced, every shard measures
+the base, and merge makes one run or refuses with the reason (fake measures: pure logic on the real
+store, scheduler and report)."""
+
+from pathlib import Path
+
+import pytest
+
+from pgolab import bench, matrix, merge, report, runfile
+from pgolab.errors import PgolabError
+from pgolab.fleet import BenchTarget
+from pgolab.measurement import BenchOptions, Sample
+from pgolab.record import BinaryInfo
+from pgolab.store import Store
+
+from test_measures import FakeFleet, FakeInstallation
+from test_runfile import FakeCost, FakeCostExecutor
+
+OPTIONS = BenchOptions(suite="quick", modes=("cost",), cost_write_repeats=2)
+
+
+def test_shards_cover_the_matrix_once_balanced_and_the_same_everywhere():
+    rest = [v for v in matrix.choose("published") if v.name != "rel_o2nofp"]
+    shards = [matrix.shard_of(rest, k, 3) for k in (1, 2, 3)]
+    assert sorted(v.name for s in shards for v in s) == sorted(v.name for v in rest)
+    loads = [sum(map(matrix.relative_cost, s)) for s in shards]
+    assert max(loads) - min(loads) <= max(map(matrix.relative_cost, rest))
+    # Whatever order the variants come in (another machine, another --variants spelling).
+    assert [sorted(v.name for v in s) for s in shards] == \
+        [sorted(v.name for v in matrix.shard_of(list(reversed(rest)), k, 3)) for k in (1, 2, 3)]
+    pgo = matrix.choose("rel_pgo_use,rel_lto", bolt=True)
+    assert [{v.name for v in matrix.shard_of(pgo, k, 2)} for k in (1, 2)] == \
+        [{"rel_pgo_use", "rel_pgo_use_bolt"}, {"rel_lto"}], "a PGO build and its _bolt twin share one training"
+    with pytest.raises(PgolabError, match="K/N"):
+        matrix.parse_shard("4/3")
+
+
+SPEEDS = {"base": 1.0, "lto": 1.1, "pgo": 1.4}
+
+
+class ShardExecutor(FakeCostExecutor):
+    def __init__(self, speeds):
+        super().__init__()
+        self.speeds = speeds
+
+    def measure(self, micro, step):
+        cycles = 1e6 / self.speeds[step.label]
+        return Sample(step, {"cycles": cycles, "instructions": cycles / 2, "i1_misses": 10.0, "d1_misses": 5.0,
+                             "ll_misses": 1.0, "mispredicts": 3.0}, 0.0, detail={"method": "fake"})
+
+
+class ShardCost(FakeCost):
+    def __init__(self, speeds):
+        super().__init__()
+        self.speeds = speeds
+
+    def executor(self, fleet, options, labels):
+        return ShardExecutor(self.speeds)
+
+
+def shard_run(tmp_path: Path, store: Store, name: str, labels: list[str], binaries: dict[str, bytes],
+              speeds=SPEEDS, options=OPTIONS) -> None:
+    targets = []
+    for label in labels:
+        binary = tmp_path / name / label
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        binary.write_bytes(binaries.get(label, label.encode()))
+        targets.append(BenchTarget(label, "binary", FakeInstallation(binary), BinaryInfo(str(binary), "", label)))
+    bench.run_bench(store, name, "base", targets, options, f"pgolab matrix --shard ({name})",
+                    measures=[ShardCost(speeds)], fleet_factory=FakeFleet)
+
+
+def test_merged_shards_read_every_build_against_its_own_shard_base(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    one, two = Store(tmp_path / "one.sqlite"), Store(tmp_path / "two.sqlite")
+    shard_run(tmp_path, one, "shard1", ["base", "lto"], {})
+    shard_run(tmp_path, two, "shard2", ["base", "pgo"], {})
+    runfile.export_run(two, "shard2", tmp_path / "shard2.run.gz")       # from the other machine
+    run_id = merge.merge(one, ["shard1", str(tmp_path / "shard2.run.gz")], "merged", "pgolab merge (test)")
+    builds = {r["build"]: r["cycles"].value for r in report.compute(one, run_id).table("builds").rows}
+    assert builds == pytest.approx({"lto": 1.1, "pgo": 1.4})
+    instances = {s.step.instance for s in one.samples(run_id)}
+    assert instances == {101, 201}
+    again = merge.merge(one, ["shard1", str(tmp_path / "shard2.run.gz")], "merged", "pgolab merge (test)")
+    assert again == run_id and one.sample_count(run_id) == len(one.samples(run_id)), "merging twice adds nothing"
+
+
+def test_merge_refuses_shards_that_are_not_one_experiment(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    store = Store(tmp_path / "s.sqlite")
+    shard_run(tmp_path, store, "a", ["base", "lto"], {})
+    # Another suite.
+    shard_run(tmp_path, store, "full", ["base", "pgo"], {}, options=BenchOptions(suite="full", modes=("cost",)))
+    with pytest.raises(PgolabError, match="another experiment.*suite"):
+        merge.merge(store, ["a", "full"], "m1", "test")
+    # A base that is another binary and costs 5 % more.
+    shard_run(tmp_path, store, "moved", ["base", "pgo"], {"base": b"another build"}, speeds={**SPEEDS, "base": 0.95})
+    with pytest.raises(PgolabError, match="base base of moved is another binary.*costs more than"):
+        merge.merge(store, ["a", "moved"], "m2", "test")
+    # Another binary that costs the same: one anchor.
+    shard_run(tmp_path, store, "rebuilt", ["base", "pgo"], {"base": b"rebuilt elsewhere"})
+    assert merge.merge(store, ["a", "rebuilt"], "m3", "test")
+    # One label, two binaries.
+    shard_run(tmp_path, store, "twice", ["base", "lto"], {"lto": b"another lto"})
+    with pytest.raises(PgolabError, match="lto was measured with two binaries"):
+        merge.merge(store, ["a", "twice"], "m4", "test")
+    with pytest.raises(PgolabError, match="two shards or more"):
+        merge.merge(store, ["a"], "m5", "test")
