@@ -169,11 +169,7 @@ def _runner(name: str) -> Runner:
 
 
 def _resolve_source(source: str) -> sources.SourceTree:
-    """A source directory, a tarball, or a server to fetch from Debian: `mysql`, `mariadb=11.8.6`."""
-    server, _, version = source.partition("=")
-    if server in debian.SOURCE_PACKAGES and not Path(source).exists():
-        return debian.fetch(server, version or None, _runner("source"))
-    return sources.detect(Path(source))
+    return debian.resolve(source, _runner("source"))
 
 
 @app.command(cls=_Command)
@@ -471,6 +467,9 @@ def matrix_cmd(
     shard: Optional[str] = typer.Option(None, "--shard", metavar="K/N",
                                         help="build and measure the K-th of N shares of the matrix, and the base "
                                              "(pgolab merge puts the shards' runs together)"),
+    cluster: Optional[str] = typer.Option(None, "--cluster", metavar="tcp://SCHEDULER:8786",
+                                          help="build and cost-measure on a Dask cluster, one build per task, and "
+                                               "merge the results here (workers: --resources build=1)"),
     *, options, binary, store_path, out_dir,
 ) -> None:
     """Build every variant named (cheapest first, up-to-date ones skipped), benchmark them all in one
@@ -478,6 +477,10 @@ def matrix_cmd(
     from . import bench, matrix, report
     from .render import export, print_terminal
     from .store import Store
+    if cluster:
+        _matrix_on_cluster(cluster, source_args, variants, bolt, base, parse_train(train, train_seconds), options,
+                           run_name, jobs, binary, shard, store_path, out_dir)
+        return
     trees = [_resolve_source(s) for s in source_args]
     share = matrix.parse_shard(shard) if shard else None
     request = matrix.MatrixRequest(
@@ -498,6 +501,25 @@ def matrix_cmd(
         shutil.copy(result.timing_log, out_dir / result.timing_log.name)
         console.print(f"exported to {out_dir}: {', '.join(p.name for p in files.values())}, "
                       f"{result.timing_log.name}")
+
+
+def _matrix_on_cluster(address, source_args, variants, bolt, base, train, options, run_name, jobs, binary, shard,
+                       store_path, out_dir) -> None:
+    from . import cluster, matrix, report
+    from .render import export, print_terminal
+    from .store import Store
+    if len(source_args) != 1 or binary or shard:
+        raise PgolabError("--cluster runs one source's matrix, without --binary or --shard",
+                          hint="give one SOURCE; measure other binaries on one machine with pgolab bench")
+    cluster.check_options(options)
+    name = run_name or f"matrix-{source_args[0].replace('/', '_')}-{options.suite}-cost-cluster"
+    tasks = cluster.shares(matrix.choose(variants, bolt), base, source_args[0], train, options, name, jobs)
+    store = Store(store_path)
+    run_id = cluster.run(address, tasks, store, name, _command_line(), say=console.print)
+    data = report.compute(store, run_id)
+    print_terminal(data, out)
+    if out_dir:
+        export(data, out_dir)
 
 
 @app.command("merge", cls=_Command)

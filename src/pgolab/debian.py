@@ -157,6 +157,15 @@ class PrivateApt:
 ORIGIN_FILE = ".pgolab-debian-version"   # line 1: Debian version; line 2: suite
 
 
+def resolve(spec: str, runner: Runner) -> SourceTree:
+    """What a user names as SOURCE: a source directory, a tarball, or a server to fetch from Debian
+    (`mysql`, `mariadb=11.8.6`)."""
+    server, _, version = spec.partition("=")
+    if server in SOURCE_PACKAGES and not Path(spec).exists():
+        return fetch(server, version or None, runner)
+    return detect(Path(spec))
+
+
 def fetch(server: str, version: str | None, runner: Runner, apt: PrivateApt | None = None) -> SourceTree:
     """Download and unpack a server's source package, falling back through the listed versions."""
     if server not in SOURCE_PACKAGES:

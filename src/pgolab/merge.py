@@ -40,7 +40,7 @@ class Shard:
     rows: dict          # store.rows() of its run
 
 
-def load(store: Store, refs: list[str]) -> list[Shard]:
+def load(store: Store, refs: list[str], at_least: int = 2) -> list[Shard]:
     """Each ref is a run stored here or a file written by `pgolab export`."""
     shards = []
     for ref in refs:
@@ -52,8 +52,8 @@ def load(store: Store, refs: list[str]) -> list[Shard]:
         if run is None:
             raise PgolabError(f"{ref!r} is neither a stored run nor a run file", hint="`pgolab report --list`")
         shards.append(Shard(ref, store.rows(run.id)))
-    if len(shards) < 2:
-        raise PgolabError("merge takes two shards or more", hint="name each shard's run or run file")
+    if len(shards) < at_least:
+        raise PgolabError(f"merge takes {at_least} shards or more", hint="name each shard's run or run file")
     return shards
 
 
@@ -152,9 +152,9 @@ def merged_rows(shards: list[Shard], name: str, command: str) -> dict:
     return {"run": run, "targets": targets, "samples": samples, "excluded": excluded}
 
 
-def merge(store: Store, refs: list[str], name: str, command: str) -> int:
+def merge(store: Store, refs: list[str], name: str, command: str, at_least: int = 2) -> int:
     """The shards' runs as one run named `name` in the store; returns its id."""
-    shards = load(store, refs)
+    shards = load(store, refs, at_least)
     base = shards[0].rows["run"]["base"]
     if any(s.rows["run"]["base"] != base for s in shards):
         raise PgolabError("the shards have different bases", hint="merge shards of one matrix command")

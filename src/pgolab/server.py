@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import scratch
 from .errors import PgolabError
 from .runner import Runner, as_user_kwargs, format_command
 from .paths import chown_tree

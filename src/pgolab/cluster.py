@@ -1,0 +1,157 @@
+"""A matrix on a Dask cluster (`pgolab matrix ... --cluster tcp://SCHEDULER:8786`).
+
+Users start the cluster with Dask's own commands; each worker offers one build at a time and has a
+pgolab home of its own:
+
+    dask scheduler
+    PGOLAB_HOME=/srv/pgolab dask worker tcp://SCHEDULER:8786 --nworkers 1 --nthreads 1 --resources build=1
+
+Dask does the scheduling: one task per build (a PGO build and its _bolt twin are one task, as they
+share a training), each needing the worker resource `build`, so a worker builds one at a time; a
+task of a worker that is lost runs again on another (Dask reschedules it). A task builds its share
+and the base in the worker's home (the base once per worker: later tasks find it up to date),
+measures their cost there, and returns its run as a run file (runfile.py). The client imports each
+into its store as it arrives and merges them (merge.py), every build read against the base of its
+own task. Killed and run again, the same command continues: the workers' builds and runs are up to
+date or resume, and importing and merging twice changes nothing.
+
+Wall-clock QPS belongs to one machine: a cluster run measures cost only, and says so if asked for
+QPS (measure the winners on one machine with `pgolab bench`).
+"""
+
+from __future__ import annotations
+
+import platform
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from . import merge, paths, runfile
+from .errors import PgolabError
+from .measurement import BenchOptions
+from .measures import MEASURES
+from .phases import QuietReporter
+from .runner import Runner
+from .schedule import Progress
+from .store import Store
+from .variants import Variant, parse
+from .workloads import TrainingSpec
+
+RESOURCE = "build"
+
+
+@dataclass(frozen=True)
+class Share:
+    """One task: what a worker builds and measures beside the base."""
+    source: str              # as the user named it: a path every worker has, or a server to fetch
+    variants: tuple[str, ...]
+    base: str
+    train: TrainingSpec
+    options: BenchOptions
+    run_name: str
+    jobs: int
+
+
+@dataclass(frozen=True)
+class ShareResult:
+    run_name: str
+    run_file: bytes
+    worker: str              # the worker's host name and CPU
+    samples: int
+
+
+class _QuietMatrix:
+    def build_started(self, index, total, variant):
+        return QuietReporter()
+
+    def build_finished(self, index, total, result, seconds):
+        pass
+
+    def bench_step(self, state: Progress):
+        pass
+
+
+def run_share(share: Share) -> ShareResult:
+    """On a worker: build the share and the base in this worker's pgolab home, measure their cost,
+    and return the run as a run file."""
+    from . import debian, matrix
+    from .host import Host
+    tree = debian.resolve(share.source, Runner(paths.home() / "logs" / "cluster-source.log"))
+    request = matrix.MatrixRequest(sources=[tree], variants=[parse(v) for v in share.variants], base=share.base,
+                                   train=share.train, options=share.options, run_name=share.run_name, jobs=share.jobs)
+    store = Store(paths.home() / "cluster-runs.sqlite")
+    matrix.run_matrix(request, store, _QuietMatrix(), f"pgolab cluster task {share.run_name}")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run.gz"
+        samples = runfile.export_run(store, share.run_name, out)
+        data = out.read_bytes()
+    host = Host.this()
+    return ShareResult(share.run_name, data, f"{platform.node()} ({host.cpu}, {host.cpu_id})", samples)
+
+
+def shares(variants: list[Variant], base: str, source: str, train: TrainingSpec, options: BenchOptions,
+           run_name: str, jobs: int) -> list[Share]:
+    """One share per build (a PGO build with its _bolt twin), most costly first."""
+    from .matrix import relative_cost
+    groups: dict[str, list[str]] = {}
+    for v in variants:
+        if v.name == base:
+            continue
+        key = v.without_bolt().instrumented().name if v.reads_profile else v.name
+        groups.setdefault(key, []).append(v.name)
+    ordered = sorted(groups.values(), key=lambda names: -sum(relative_cost(parse(n)) for n in names))
+    return [Share(source, tuple(names), base, train, options, f"{run_name}-{names[0]}", jobs) for names in ordered]
+
+
+def check_options(options: BenchOptions) -> None:
+    clock = [m for m in options.modes if MEASURES[m].machine_bound]
+    if clock:
+        raise PgolabError(f"a cluster run measures cost only: {', '.join(clock)} belongs to one machine",
+                          hint="--measure cost; then measure the builds you choose on one machine with pgolab bench")
+
+
+def run(address: str, shares_: list[Share], store: Store, name: str, command: str,
+        say: Callable[[str], None] = print) -> int:
+    """Every share on the cluster; each result imported as it arrives, then all merged into `name`."""
+    try:
+        from distributed import Client, wait
+    except ImportError as exc:
+        raise PgolabError("the dask distributed package is missing", hint="pip install 'distributed' "
+                          "(scripts/setup.sh installs it)") from exc
+    try:
+        client = Client(address, timeout="30s")
+    except (OSError, TimeoutError) as exc:
+        raise PgolabError(f"no Dask scheduler answers at {address}: {exc}",
+                          hint="start one with `dask scheduler`, and workers with `dask worker ADDRESS "
+                               "--nthreads 1 --resources build=1`")
+    try:
+        workers = client.scheduler_info()["workers"]
+        if not any(w.get("resources", {}).get(RESOURCE) for w in workers.values()):
+            raise PgolabError(f"no worker of {address} offers the resource {RESOURCE!r}; the tasks would wait forever",
+                              hint=f"start workers with `dask worker {address} --nthreads 1 --resources {RESOURCE}=1`")
+        say(f"cluster {address}: {len(workers)} workers, {len(shares_)} tasks (one build each, beside the base)")
+        futures = {client.submit(run_share, s, resources={RESOURCE: 1}, pure=False, key=f"pgolab-{s.run_name}"): s
+                   for s in shares_}
+        pending, done = set(futures), 0
+        while pending:
+            try:
+                finished, pending = wait(pending, timeout=60, return_when="FIRST_COMPLETED")
+            except TimeoutError:    # a minute without news: who works on what
+                busy = {w: [k.removeprefix("pgolab-") for k in keys]
+                        for w, keys in client.processing().items() if keys}
+                say(f"{done}/{len(shares_)} done; working: " +
+                    ("; ".join(f"{w}: {', '.join(k)}" for w, k in busy.items()) or "none (waiting for workers)"))
+                continue
+            for future in finished:
+                result: ShareResult = future.result()
+                with tempfile.TemporaryDirectory() as tmp:
+                    path = Path(tmp) / "run.gz"
+                    path.write_bytes(result.run_file)
+                    imported = runfile.import_run(store, path)
+                done += 1
+                say(f"[{done}/{len(shares_)}] {', '.join(futures[future].variants)} built and measured on "
+                    f"{result.worker}: {result.samples} samples ({imported.samples_added} new here)")
+    finally:
+        client.close()
+    return merge.merge(store, [s.run_name for s in shares_], name, command, at_least=1)

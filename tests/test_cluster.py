@@ -1,0 +1,132 @@
+"""A matrix on a Dask cluster (issue 30): a real scheduler and real workers; in the fast test the
+task's work is a fake cost measure (no build), in the slow one pgolab's own builds of PostgreSQL."""
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from pgolab import bench, cluster, report, runfile
+from pgolab.errors import PgolabError
+from pgolab.fleet import BenchTarget
+from pgolab.measurement import BenchOptions
+from pgolab.record import BinaryInfo
+from pgolab.store import Store
+from pgolab.variants import parse
+from pgolab.workloads import parse_train
+
+from test_measures import FakeFleet, FakeInstallation
+from test_merge import ShardCost
+
+OPTIONS = BenchOptions(suite="quick", modes=("cost",), cost_write_repeats=2)
+SPEEDS = {"rel_o2nofp": 1.0, "rel_lto": 1.1, "rel_pgo_use": 1.4, "rel_pgo_use_bolt": 1.45}
+
+
+def fake_share(share: cluster.Share) -> cluster.ShareResult:
+    """What run_share does, with a fake cost measure instead of builds and servers."""
+    work = Path(tempfile.mkdtemp(prefix="fake-share-"))
+    targets = []
+    for label in (share.base, *share.variants):
+        binary = work / label
+        binary.write_text(label)            # the same bytes on every worker: the anchor is one binary
+        targets.append(BenchTarget(label, "binary", FakeInstallation(binary), BinaryInfo(str(binary), "", label)))
+    store = Store(work / "s.sqlite")
+    bench.run_bench(store, share.run_name, share.base, targets, share.options, "fake task",
+                    measures=[ShardCost(SPEEDS)], fleet_factory=FakeFleet)
+    runfile.export_run(store, share.run_name, work / "run.gz")
+    return cluster.ShareResult(share.run_name, (work / "run.gz").read_bytes(), "a fake worker", 0)
+
+
+@pytest.fixture
+def local_cluster():
+    from distributed import LocalCluster
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, resources={"build": 1},
+                      dashboard_address=None) as c:
+        yield c.scheduler_address
+
+
+def test_one_task_per_build_each_read_against_its_own_base(local_cluster, tmp_path, monkeypatch):
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(cluster, "run_share", fake_share)
+    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use", "rel_pgo_use_bolt")]
+    shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10), OPTIONS, "m", 2)
+    assert [s.variants for s in shares] == [("rel_pgo_use", "rel_pgo_use_bolt"), ("rel_lto",)], \
+        "the most costly first; a PGO build and its _bolt twin are one task"
+    said = []
+    store = Store(tmp_path / "client.sqlite")
+    run_id = cluster.run(local_cluster, shares, store, "m", "test", say=said.append)
+    builds = {r["build"]: r["cycles"].value for r in report.compute(store, run_id).table("builds").rows}
+    assert builds == pytest.approx({"rel_lto": 1.1, "rel_pgo_use": 1.4, "rel_pgo_use_bolt": 1.45})
+    assert any(re.search(r"\[2/2\] .* built and measured on a fake worker", line) for line in said), said
+    # The client killed and the same command run again: nothing new, one merged run.
+    assert cluster.run(local_cluster, shares, store, "m", "test", say=said.append) == run_id
+
+
+def test_a_cluster_without_build_workers_or_asked_for_qps_says_what_to_do(tmp_path):
+    from distributed import LocalCluster
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c:
+        with pytest.raises(PgolabError, match="resource 'build'"):
+            cluster.run(c.scheduler_address, [], Store(tmp_path / "s.sqlite"), "m", "test")
+    with pytest.raises(PgolabError, match="cost only"):
+        cluster.check_options(BenchOptions(modes=("qps", "cost")))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_a_postgresql_matrix_on_a_scheduler_and_two_workers_with_homes_of_their_own(tmp_path):
+    """dask scheduler and two dask workers on 127.0.0.1 (each its own pgolab home, one build at a
+    time), pgolab matrix --cluster: every build once, the base on each worker, one merged run."""
+    dask = shutil.which("dask", path=str(Path(sys.executable).parent)) or shutil.which("dask")
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                              stdout=open(logs / "scheduler.log", "w"), stderr=subprocess.STDOUT)]
+    try:
+        time.sleep(5)
+        for i in (1, 2):
+            env = {**os.environ, "PGOLAB_HOME": str(tmp_path / f"worker{i}")}
+            procs.append(subprocess.Popen([dask, "worker", address, "--nworkers", "1", "--nthreads", "1",
+                                           "--resources", "build=1", "--no-dashboard", "--name", f"w{i}"],
+                                          env=env, stdout=open(logs / f"worker{i}.log", "w"), stderr=subprocess.STDOUT))
+        time.sleep(5)
+        result = subprocess.run([sys.executable, "-m", "pgolab", "matrix", "postgresql", "--variants",
+                                 "rel_o2nofp,rel_o2nofp_native,rel_o2nofp_lto", "--measure", "cost", "--suite", "quick",
+                                 "--cost-scale", "0.1", "--cluster", address, "--run", "ci-cluster",
+                                 "--store", str(tmp_path / "client.sqlite")],
+                                capture_output=True, text=True, timeout=3600,
+                                env={**os.environ, "PGOLAB_HOME": str(tmp_path / "client")})
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:] + \
+            (logs / "worker1.log").read_text()[-2000:]
+        assert "[2/2]" in result.stderr and "rel_o2nofp_lto" in result.stdout
+        # Each worker built the base in its own home: reproducible builds made them one binary, the
+        # anchor merge checks.
+        from pgolab.record import BuildRecord
+        records = [BuildRecord.load(p) for p in tmp_path.glob("worker*/builds/*/rel_o2nofp/build.json")]
+        assert len(records) == 2 and records[0].binary_digest == records[1].binary_digest, \
+            "the two workers' bases differ"
+        store = Store(tmp_path / "client.sqlite")
+        rows = {r["build"]: r for r in report.compute(store, "ci-cluster").table("builds").rows}
+        assert set(rows) == {"rel_o2nofp_native", "rel_o2nofp_lto"}
+        assert all(rows[b]["cycles"] is not None for b in rows)
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
