@@ -474,8 +474,7 @@ def matrix_cmd(
 ) -> None:
     """Build every variant named (cheapest first, up-to-date ones skipped), benchmark them all in one
     stored run, and print the per-build and per-group tables with each build's cost. Run it again to continue."""
-    from . import bench, matrix, report
-    from .render import export, print_terminal
+    from . import bench, matrix
     from .store import Store
     if cluster:
         _matrix_on_cluster(cluster, source_args, variants, bolt, base, parse_train(train, train_seconds), options,
@@ -494,10 +493,8 @@ def matrix_cmd(
         result = matrix.run_matrix(request, store, RichMatrixProgress(progress), _command_line())
     console.print(f"matrix: {len(result.builds)} builds ({sum(not b.up_to_date for b in result.builds)} built now) "
                   f"in {result.build_seconds / 60:.1f} min, benchmark {result.bench_seconds / 60:.1f} min")
-    data = report.compute(store, result.run_id)
-    print_terminal(data, out)
+    files = _show_run(store, result.run_id, out_dir)
     if out_dir:
-        files = export(data, out_dir)
         shutil.copy(result.timing_log, out_dir / result.timing_log.name)
         console.print(f"exported to {out_dir}: {', '.join(p.name for p in files.values())}, "
                       f"{result.timing_log.name}")
@@ -505,8 +502,7 @@ def matrix_cmd(
 
 def _matrix_on_cluster(address, source_args, variants, bolt, base, train, options, run_name, jobs, binary, shard,
                        store_path, out_dir) -> None:
-    from . import cluster, matrix, report
-    from .render import export, print_terminal
+    from . import cluster, matrix
     from .store import Store
     if len(source_args) != 1 or binary or shard:
         raise PgolabError("--cluster runs one source's matrix, without --binary or --shard",
@@ -515,11 +511,7 @@ def _matrix_on_cluster(address, source_args, variants, bolt, base, train, option
     name = run_name or f"matrix-{source_args[0].replace('/', '_')}-{options.suite}-cost-cluster"
     tasks = cluster.shares(matrix.choose(variants, bolt), base, source_args[0], train, options, name, jobs)
     store = Store(store_path)
-    run_id = cluster.run(address, tasks, store, name, _command_line(), say=console.print)
-    data = report.compute(store, run_id)
-    print_terminal(data, out)
-    if out_dir:
-        export(data, out_dir)
+    _show_run(store, cluster.run(address, tasks, store, name, _command_line(), say=console.print), out_dir)
 
 
 @app.command("merge", cls=_Command)
@@ -533,16 +525,19 @@ def merge_cmd(
 ) -> None:
     """One run from a matrix's shards (matrix --shard K/N), each build read against its own shard's
     base; refused with the reason if they are not one experiment. Prints the matrix tables."""
-    from . import report
     from .merge import merge
-    from .render import export, print_terminal
     from .store import Store
     store = Store(store_path)
-    run_id = merge(store, shards, name, _command_line())
+    _show_run(store, merge(store, shards, name, _command_line()), out_dir)
+
+
+def _show_run(store, run_id: int, out_dir: Optional[Path]) -> dict:
+    """A stored run's report on the terminal and, with --out, in every format; the files written."""
+    from . import report
+    from .render import export, print_terminal
     data = report.compute(store, run_id)
     print_terminal(data, out)
-    if out_dir:
-        export(data, out_dir)
+    return export(data, out_dir) if out_dir else {}
 
 
 @app.command("report", cls=_Command)
