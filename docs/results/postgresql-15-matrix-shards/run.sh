@@ -1,0 +1,22 @@
+#!/bin/bash
+# Issue 30: the PostgreSQL 15 matrix (the 20 published builds and the BOLT twin of every PGO build, cost
+# on the full suite) in 6 shards, one per working session, each on whatever machine that session has.
+# Shard K builds its share and the base and measures their cost; its run is exported to shardK.run.gz,
+# which is committed: the next machine does not need this one's builds. When all six are here,
+# PROOF_STEPS=merge puts them together (pgolab merge checks that the six bases are one anchor).
+#   bash docs/results/queue.sh postgresql-15-matrix-shards@3        # shard 3 of 6
+#   bash docs/results/queue.sh postgresql-15-matrix-shards@merge
+. "$(dirname "$0")/../proof-env.sh"
+N=6
+STEP=${PROOF_STEPS:-1}
+if [[ $STEP == merge ]]; then
+  $P merge $(for k in $(seq 1 $N); do echo $OUT/shard$k.run.gz; done) --name pg15-matrix-cost-merged \
+    --store $OUT/merged.sqlite --out $OUT/merged </dev/null > $OUT/merged.txt
+  exit
+fi
+$P matrix postgresql=15 --variants published --bolt --base rel_o2nofp --measure cost --suite full \
+  --shard $STEP/$N --run "pg15-shard$STEP-of-$N-{binaries}" --store $OUT/results.sqlite --out $OUT/shard$STEP \
+  </dev/null > $OUT/shard$STEP.txt
+RUN=$($P report --store $OUT/results.sqlite --list | grep -o "pg15-shard$STEP-of-$N-[0-9a-f]*" | tail -1)
+$P export "$RUN" --store $OUT/results.sqlite -o $OUT/shard$STEP.run.gz
+$P builds --markdown --server postgresql-15 > $OUT/builds-shard$STEP.md
