@@ -213,3 +213,12 @@ def test_a_full_disk_during_the_store_transaction_loses_nothing_stored(tiny_disk
     again.add(run_id, Sample(Step("qps", "point-1/point-query", 1, stored + 1, 1, "a"), {"qps": 1.0}, 3.0), "point-1")
     assert len(again.samples(run_id, "qps")) == stored + 1
     again.db.close()
+
+
+def test_the_module_that_starts_servers_loads_ctypes_before_any_child_runs():
+    """The child sets its parent-death signal through ctypes after it may have dropped to the server's
+    user, who cannot read this Python's library folder: the import must already be done. A fresh
+    interpreter, as a pgolab command is."""
+    out = subprocess.run([sys.executable, "-c", "import sys, pgolab.server; print('ctypes' in sys.modules)"],
+                         capture_output=True, text=True)
+    assert out.stdout.strip() == "True", out.stderr

@@ -7,6 +7,11 @@ status; a forced kill is the last resort and is reported as such.
 
 from __future__ import annotations
 
+# Imported here, not in the child: the child may already run as the unprivileged server user, who
+# cannot read this Python's library folder (seen: every PostgreSQL start failed "in preexec_fn"
+# from a process that had not imported ctypes before, once `import pgolab.server` stopped loading
+# the recipes and their database drivers).
+import ctypes
 import os
 import shutil
 import signal
@@ -27,7 +32,6 @@ _LIVE: set["ServerProcess"] = set()
 def _die_with_parent() -> None:
     """In the child before exec: the kernel sends SIGTERM (a clean shutdown, so profiles are still
     written) when the pgolab process that started the server dies, even by SIGKILL."""
-    import ctypes
     PR_SET_PDEATHSIG = 1
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
