@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import PgolabError
-from .mix import MixOptions
+from .mix import MIX_REVISION, MixOptions
 from .runner import Runner
 from .server import ServerProcess
 
@@ -47,6 +47,8 @@ class TrainingSpec:
         for load in self.loads:
             if load.startswith("script:"):
                 extra.append(hashlib.sha256(Path(load[7:]).read_bytes()).hexdigest())
+            elif load.startswith("mix"):
+                extra.append(f"mix revision {MIX_REVISION}")
         if self.server_config:
             extra.append(hashlib.sha256(self.server_config.read_bytes()).hexdigest())
         return (f"{self.label}|{self.seconds}|{self.tables}|{self.table_size}|{self.threads}|{self.seed}|"
