@@ -17,7 +17,7 @@ from dataclasses import replace
 from . import bench, profiles
 from .build import BuildRequest, Pipeline, Reporter
 from .errors import PgolabError
-from .record import BuildRecord
+from .record import BinaryInfo, BuildRecord
 from .runner import Runner
 from .stages.pgo import PROFILE_READY
 from .store import Store
@@ -48,7 +48,10 @@ def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, su
     env = pipeline.profile_tool.redirect_env(pipeline.instrumented.profile_dir, bench_dir)
     runner = Runner(pipeline.logs / "profile-check.log")
     if workload is None:
-        target = bench.BenchTarget("instrumented", "variant", installation, {}, env=env)
+        binary = installation.server_binary
+        target = bench.BenchTarget("instrumented", BinaryInfo.kind, installation,
+                                   BinaryInfo(str(binary), "", f"the instrumented build of {request.variant.name}"),
+                                   env=env)
         # A fresh store and data each time: this run measures nothing, it only exercises the server.
         store_path = pipeline.dir / "profile-check.sqlite"
         store_path.unlink(missing_ok=True)
