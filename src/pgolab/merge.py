@@ -68,7 +68,8 @@ def check_same_experiment(shards: list[Shard]) -> None:
         other = {k: v for k, v in _identity(shard).items() if k not in ("targets", "host")}
         differing = identity_difference(compared, other)
         if differing:
-            raise PgolabError(f"{shard.name} is another experiment than {shards[0].name}: {', '.join(differing)} differ",
+            raise PgolabError(f"{shard.name} is another experiment than {shards[0].name}: "
+                              f"{', '.join(differing)} differ",
                               hint="merge shards of one matrix command (same suite, options and cost method)")
 
 
@@ -96,7 +97,8 @@ def _base_cycles(shard: Shard, base: str) -> dict[str, float]:
 
 def check_anchor(shards: list[Shard], base: str, bound: float = CROSS_MACHINE_BOUND) -> None:
     """The base of every shard is one binary, or costs the same per test within the bound."""
-    digests = {s.name: next((t["binary_digest"] for t in s.rows["targets"] if t["label"] == base), None) for s in shards}
+    digests = {s.name: next((t["binary_digest"] for t in s.rows["targets"] if t["label"] == base), None)
+               for s in shards}
     if None in digests.values():
         missing = [name for name, d in digests.items() if d is None]
         raise PgolabError(f"{', '.join(missing)} did not measure the base {base}", hint="every shard measures the base")

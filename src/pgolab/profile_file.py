@@ -87,7 +87,8 @@ def export_build(label: str, source: Path | None, out: Path) -> ProfileIdentity:
                   record.dir / "profile", out)
 
 
-def export(record: BuildRecord, instrumented_variant: str, tool: ProfileTool, profile_dir: Path, out: Path) -> ProfileIdentity:
+def export(record: BuildRecord, instrumented_variant: str, tool: ProfileTool, profile_dir: Path,
+           out: Path) -> ProfileIdentity:
     """Write a finished PGO build's profile with its identity to `out`."""
     files = tool.read_files(profile_dir)
     if not files or not all(f.is_file() for f in files):
@@ -138,7 +139,8 @@ def unpack(path: Path, expected: ProfileIdentity, tool: ProfileTool, profile_dir
     profile_dir.mkdir(parents=True, exist_ok=True)
     with tarfile.open(path, "r:gz") as tar:
         for member in tar.getmembers():
-            if member.isfile() and member.name.startswith(PROFILE_FOLDER + "/") and "/" not in member.name[len(PROFILE_FOLDER) + 1:]:
+            folder, _, name = member.name.partition("/")
+            if member.isfile() and folder == PROFILE_FOLDER and name and "/" not in name:
                 source = tar.extractfile(member)
                 assert source is not None
                 (profile_dir / Path(member.name).name).write_bytes(source.read())

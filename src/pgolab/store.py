@@ -301,7 +301,8 @@ class Store:
                 f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = ? ORDER BY {order}", (run_id,))]
         run = self.db.execute(f"SELECT {', '.join(self.RUN_COLUMNS)} FROM runs WHERE id = ?", (run_id,)).fetchone()
         return {"run": dict(zip(self.RUN_COLUMNS, run)), "targets": select("targets", self.TARGET_COLUMNS),
-                "samples": select("samples", self.SAMPLE_COLUMNS), "excluded": select("excluded", self.EXCLUDED_COLUMNS)}
+                "samples": select("samples", self.SAMPLE_COLUMNS),
+                "excluded": select("excluded", self.EXCLUDED_COLUMNS)}
 
     def add_rows(self, rows: dict) -> tuple[int, int]:
         """A run's rows (from `rows`, maybe of another store) into this store: the run created if new,
