@@ -117,3 +117,31 @@ def test_a_sample_with_a_figure_the_table_does_not_define_is_refused(tmp_path):
     store.add(run_id, Sample(step, {"qps": 1.0, "cpu_us": 2.0}, 1.0), "point-1")
     with pytest.raises(PgolabError, match="instructions"):
         store.add(run_id, Sample(step, {"qps": 1.0, "instructions": 5.0}, 1.0), "point-1")
+
+
+def test_a_native_build_with_avx512_is_refused_by_cost_mode_before_the_run(tmp_path, monkeypatch):
+    """callgrind (valgrind 3.19) cannot run AVX-512 code: the run is refused at its start, naming the
+    target, never a crash mid-run. The record says what -march=native turned on where it was built."""
+    from dataclasses import replace
+
+    from pgolab.measures import COST
+    from pgolab.record import BuildRecord
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    targets = fake_targets(tmp_path)
+    record = BuildRecord(label="b", variant="rel_native", description="native", server="mariadb",
+                         source={"path": "/s", "version": "10.11.18", "digest": ""}, toolchain={}, flags={},
+                         server_binary="/b/final/install/bin/mariadbd", install_dir="/b/final/install",
+                         logs="/b/logs", native_avx512=["avx512bw", "avx512f"])
+    targets[1] = replace(targets[1], description=record)
+    store = Store(tmp_path / "s.sqlite")
+    with pytest.raises(PgolabError, match=r"cost of b: built with -march=native on a CPU with AVX-512 \(avx512bw"):
+        bench.run_bench(store, "avx", "a", targets, BenchOptions(modes=("cost",)), "test",
+                        measures=[COST], fleet_factory=FakeFleet)
+    assert store.run("avx") is None, "refused before anything was stored"
+    COST.check_targets([replace(targets[1], description=replace(record, native_avx512=[]))])   # no AVX-512: fine
+
+
+def test_what_native_turns_on_is_read_from_each_compiler():
+    from pgolab.toolchains import Clang, Gcc
+    assert Gcc().avx512_of("  -mavx512f                   \t[enabled]\n  -mavx512bw \t[disabled]\n") == {"avx512f"}
+    assert Clang().avx512_of('"-target-feature" "+avx512f" "-target-feature" "-avx512bw"') == {"avx512f"}

@@ -81,6 +81,8 @@ def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget]
     servers. A test passes a fake of each to run bench, store and report without a server."""
     measures = measures if measures is not None else measures_mod.of_modes(options.modes)
     server = check_targets(base, targets)
+    for measure in measures:
+        measure.check_targets(targets)
     if options.cost_tolerance is None:
         options = replace(options, cost_tolerance=max(t.installation.cost_repeatability for t in targets))
     # The base first: every order and table starts from it.

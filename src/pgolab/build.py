@@ -262,6 +262,7 @@ class Pipeline:
             smoke=phases.get("smoke", {}).get("version"),
             code_bytes=elf.code_bytes(binary) if binary.exists() else None,
             binary_digest=file_digest(binary) if binary.exists() else None,
+            native_avx512=self.toolchain.native_avx512() if self.variant.native else None,
             bolt={k: phases[k] for k in ("bolt-merge", "bolt-optimize") if k in phases} or None,
             profile_check=json.loads(check.read_text()) if check.exists() else None,
         )

@@ -68,6 +68,9 @@ class BuildRecord:
     # sha256 of the server binary: "the same build" is this digest, wherever it was built (None
     # before version 4)
     binary_digest: str | None = None
+    # The AVX-512 extensions -march=native turned on where it was built ([] none; None: not a native
+    # build, or recorded before this field): code callgrind cannot run.
+    native_avx512: list[str] | None = None
     bolt: dict | None = None        # BOLT's own statistics, for _bolt variants
     profile_check: dict | None = None
     record_version: int = RECORD_VERSION

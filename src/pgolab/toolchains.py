@@ -150,6 +150,13 @@ class Toolchain:
     def versions(self) -> dict[str, str | None]:
         return {n: tool(n).version() for n in self.family.version_tools}
 
+    def native_avx512(self) -> list[str]:
+        """The AVX-512 extensions `-march=native` turns on here (none on a CPU without them): code the
+        compiler may then emit unguarded, which valgrind's callgrind cannot run."""
+        runner = Runner(paths.home() / "logs" / "toolchains.log")
+        argv = self.family.native_features_argv(self)
+        return sorted(self.family.avx512_of(runner.run(argv, check=False, what="what -march=native enables").output))
+
 
 class CompilerFamily(Protocol):
     """What differs between compilers: programs, LTO, linking, BOLT needs and profile tool."""
@@ -164,6 +171,8 @@ class CompilerFamily(Protocol):
 
     def toolchain(self) -> Toolchain: ...
     def placeholder(self) -> Toolchain: ...
+    def native_features_argv(self, toolchain: Toolchain) -> list[str]: ...
+    def avx512_of(self, output: str) -> set[str]: ...
     def tool_overrides(self, toolchain: Toolchain, lto: bool) -> dict[str, str]: ...
     def profile_tool(self, toolchain: Toolchain): ...
 
@@ -195,6 +204,13 @@ class Gcc:
     def profile_tool(self, toolchain: Toolchain):
         return GccProfile()
 
+    def native_features_argv(self, toolchain: Toolchain) -> list[str]:
+        return [toolchain.cc, "-march=native", "-Q", "--help=target"]
+
+    def avx512_of(self, output: str) -> set[str]:
+        """`  -mavx512f   [enabled]` lines of gcc's --help=target."""
+        return set(re.findall(r"^\s+-m(avx512\w*)\s+\[enabled\]", output, re.M))
+
 
 class Clang:
     name = "clang"
@@ -224,6 +240,13 @@ class Clang:
 
     def profile_tool(self, toolchain: Toolchain):
         return ClangProfile(toolchain.profdata)
+
+    def native_features_argv(self, toolchain: Toolchain) -> list[str]:
+        return [toolchain.cc, "-march=native", "-###", "-x", "c", "-c", "/dev/null", "-o", "/dev/null"]
+
+    def avx512_of(self, output: str) -> set[str]:
+        """`"-target-feature" "+avx512f"` in the driver's -### line."""
+        return set(re.findall(r'"\+(avx512\w*)"', output))
 
 
 COMPILER_FAMILIES: dict[str, CompilerFamily] = {"gcc": Gcc(), "clang": Clang()}

@@ -36,6 +36,9 @@ class Measure:
     def executor(self, fleet, options: BenchOptions, labels: list[str]) -> Executor:
         raise NotImplementedError
 
+    def check_targets(self, targets: list) -> None:
+        """Refuse, before the run starts, a target this measure cannot measure (one line: why, what to do)."""
+
     def identity(self) -> dict:
         """What a resumed run must match beyond the options (a cost method, say)."""
         return {}
