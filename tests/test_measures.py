@@ -145,3 +145,17 @@ def test_what_native_turns_on_is_read_from_each_compiler():
     from pgolab.toolchains import Clang, Gcc
     assert Gcc().avx512_of("  -mavx512f                   \t[enabled]\n  -mavx512bw \t[disabled]\n") == {"avx512f"}
     assert Clang().avx512_of('"-target-feature" "+avx512f" "-target-feature" "-avx512bw"') == {"avx512f"}
+
+
+def test_the_misprediction_term_is_shown_with_and_without():
+    """A build with fewer instructions but more simulated mispredictions: the model's rCost with
+    the 20-cycle term, without it, beside the clock."""
+    from types import SimpleNamespace
+
+    from pgolab.measures.cost import branch_term_table
+    absolute = {("cycles", "m", "base"): 1200.0, ("mispredicts", "m", "base"): 10.0,
+                ("cycles", "m", "pgo"): 1000.0 + 20 * 15, ("mispredicts", "m", "pgo"): 15.0}
+    a = SimpleNamespace(base="base", labels=["pgo"], micros=["m"], absolute=absolute, suites={})
+    row = branch_term_table(a).rows[0]
+    assert row["with"] == pytest.approx(1200 / 1300) and row["without"] == pytest.approx(1000 / 1000)
+    assert row["clock"] is None and row["tests"] == 1

@@ -20,6 +20,7 @@ CALLGRIND_EVENTS = ("Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "D
 
 # Estimated cycles, the usual callgrind estimate extended by branch mispredictions:
 CYCLE_FORMULA = "cycles ≈ Ir + 10·(I1mr + D1mr + D1mw) + 100·(ILmr + DLmr + DLmw) + 20·(Bcm + Bim)"
+MISPREDICT_CYCLES = 20    # the formula's price of one simulated misprediction
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class Counts:
     def cycles(self) -> float:
         e = self.get
         return (e("Ir") + 10 * (e("I1mr") + e("D1mr") + e("D1mw")) + 100 * (e("ILmr") + e("DLmr") + e("DLmw"))
-                + 20 * (e("Bcm") + e("Bim")))
+                + MISPREDICT_CYCLES * (e("Bcm") + e("Bim")))
 
     def per_query(self, queries: int) -> dict[str, float]:
         e = self.get

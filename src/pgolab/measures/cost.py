@@ -34,7 +34,8 @@ from ..runner import Runner, format_command
 from ..schedule import Plan
 from ..suite import Micro
 from .base import Measure
-from .callgrind import CACHE_GEOMETRY, CYCLE_FORMULA, Counts, function_names, valgrind_version, valgrind_wrapper
+from .callgrind import (CACHE_GEOMETRY, CYCLE_FORMULA, MISPREDICT_CYCLES, Counts, function_names, valgrind_version,
+                        valgrind_wrapper)
 from .counting import Counted, counting_for
 
 if TYPE_CHECKING:
@@ -82,6 +83,40 @@ def entry_candidates(entry_points: dict[str, tuple["CostEntry", ...]],
         if all(len(entry.matches(names[label])) == 1 for label, entry in chosen.items()):
             candidates.append(chosen)
     return candidates
+
+
+def branch_term_table(a: "Analysis") -> Table | None:
+    """How much the formula's price of a simulated misprediction moves each build's rCost: callgrind's
+    predictor is a simple table, not a modern CPU's, and PGO can move mispredictions one way while
+    instructions and misses go the other. Geometric means over the tests of the per-test ratio of
+    the estimate with and without that term, beside the clock's server CPU where the run has it."""
+    def ratio(label: str, micro: str, penalty: float) -> float | None:
+        def estimate(of: str) -> float | None:
+            cycles, mispredicts = a.absolute.get(("cycles", micro, of)), a.absolute.get(("mispredicts", micro, of))
+            return None if cycles is None or mispredicts is None else cycles - penalty * mispredicts
+        base, build = estimate(a.base), estimate(label)
+        return base / build if base and build else None
+
+    rows = []
+    for label in a.labels:
+        pairs = [(ratio(label, m, 0), ratio(label, m, MISPREDICT_CYCLES)) for m in a.micros]
+        pairs = [(w, wo) for w, wo in pairs if w and wo]
+        if not pairs:
+            continue
+        with_term = float(np.exp(np.mean([np.log(w) for w, _ in pairs])))
+        without = float(np.exp(np.mean([np.log(wo) for _, wo in pairs])))
+        clock = a.suites.get(("cpu_us", label))
+        rows.append({"build": label, "tests": len(pairs), "with": with_term, "without": without,
+                     "clock": clock.summary().value if clock else None})
+    if not rows:
+        return None
+    return Table("cost_branch_term", "Estimated cycles with and without the misprediction term",
+                 [Column("build", "build"), Column("tests", "tests"),
+                  Column("with", f"rCost (model, {MISPREDICT_CYCLES}·mispredictions)"),
+                  Column("without", "rCost without mispredictions"), Column("clock", "rCPU (clock)")], rows,
+                 note="Geometric means over the tests of base/build per-query estimates; no interval (a "
+                      "description of the model, not an estimate). rCPU is the wall clock's server CPU per query "
+                      "from the same run, where it measured QPS.")
 
 
 class CostExecutor:
@@ -231,7 +266,8 @@ class CostMeasure(Measure):
                 row = {"group": a.group_of[micro], "micro": micro.split("/", 1)[1], "target": label}
                 row |= {f.key: round(a.absolute.get((f.key, micro, label), float("nan")), 1) for f in figs}
                 rows.append(row)
-        return [Table("cost", "Cost per query (callgrind)", columns, rows, note=CYCLE_FORMULA)]
+        return [Table("cost", "Cost per query (callgrind)", columns, rows, note=CYCLE_FORMULA),
+                *filter(None, [branch_term_table(a)])]
 
     def notes(self, a: "Analysis") -> list[tuple[str, str]]:
         if not any(k[0] == "instructions" for k in a.absolute):
