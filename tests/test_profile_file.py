@@ -22,7 +22,7 @@ def trained_build(tmp_path: Path) -> BuildRecord:
         (profile / name).write_bytes(data)
     (profile / "ignored.txt").write_text("not part of the profile")
     return BuildRecord(label="rel_pgo_use", variant="rel_pgo_use", description="gcc PGO", server="postgresql",
-                       source={"path": "/s", "version": "15.18", "digest": "ab" * 32}, toolchain=COMPILER, flags={},
+                       source={"path": "/s", "version": "15.18", "digest": "12" * 32, "content_digest": "ab" * 32}, toolchain=COMPILER, flags={},
                        server_binary=f"{build}/final/install/bin/postgres", install_dir=f"{build}/final/install",
                        logs=f"{build}/logs", training="mix (150s)", binary_digest="cd" * 32)
 
@@ -75,3 +75,24 @@ def test_a_build_without_a_profile_has_nothing_to_export(tmp_path, monkeypatch):
     record.save()
     with pytest.raises(PgolabError, match="not a PGO build"):
         profile_file.export_build("rel_o2nofp", None, tmp_path / "p.tgz")
+
+
+def test_one_source_unpacked_twice_is_one_tree_whatever_its_times(tmp_path, monkeypatch):
+    """dpkg-source patches files as it unpacks, so two machines' trees differ in modification times:
+    a profile's source is named by content."""
+    import os
+    import shutil
+
+    from pgolab.sources import content_digest, tree_digest
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    one = tmp_path / "one" / "postgresql-15"
+    (one / "src").mkdir(parents=True)
+    (one / "src" / "main.c").write_text("int main(void) { return 0; }\n")
+    (one / "configure").write_text("#!/bin/sh\n")
+    other = tmp_path / "other" / "postgresql-15"
+    shutil.copytree(one, other)
+    os.utime(other / "src" / "main.c", (1_000_000_000, 1_000_000_000))
+    assert tree_digest(one) != tree_digest(other)
+    assert content_digest(one) == content_digest(other)
+    (other / "configure").write_text("#!/bin/sh\nexit 1\n")
+    assert content_digest(one) != content_digest(other)

@@ -28,7 +28,7 @@ from .profiles import sealed_digest
 from .profiles.bolt import bolt_profile
 from .record import BuildRecord
 from .runner import Runner
-from .sources import SourceTree, file_digest, tree_digest
+from .sources import SourceTree, content_digest, file_digest, tree_digest
 from .stages.bolt import BoltContext, bolt_phases
 from .stages.compile import CompileContext, compile_phases
 from .stages.context import Runners, SealedDigest, Servers
@@ -164,7 +164,7 @@ class Pipeline:
         imported = self.request.profile_file if owner is self else None   # a _bolt build: its twin imports
         if imported is None:
             assert self.instrumented is not None
-        expected = profile_file.expected_identity(self.request.source.server, self.source_digest,
+        expected = profile_file.expected_identity(self.request.source.server, content_digest(self.request.source.path),
                                                   self.variant.instrumented().name, self.toolchain.versions())
         return PgoContext(
             compile=self.compile_context(), tool=self.profile_tool, profile_dir=self.profile_dir,
@@ -244,7 +244,7 @@ class Pipeline:
             description=self.variant.describe(),
             server=self.request.source.server,
             source={"path": str(self.request.source.path), "version": self.request.source.version,
-                    "digest": self.source_digest},
+                    "digest": self.source_digest, "content_digest": content_digest(self.request.source.path)},
             toolchain=versions,
             flags={stage: self.stage_flags(stage)[1].as_dict()
                    for stage in (["gen", "final"] if self.instrumented else ["final"])},

@@ -21,6 +21,7 @@ from .errors import PgolabError
 from .host import Host
 from .profiles import ProfileTool, files_digest
 from .record import BuildRecord
+from .sources import content_digest
 from .toolchains import toolchain
 from .variants import parse as parse_variant
 
@@ -33,7 +34,7 @@ PROFILE_FOLDER = "profile"
 class ProfileIdentity:
     """What a profile was made from; a build that reads it must match the first four."""
     server: str
-    source_digest: str
+    source_digest: str             # the tree's content (sources.content_digest), the same on every machine
     instrumented_variant: str      # the build that was trained (rel_pgo_gen, rel_lto_pgo_gen_clang, ...)
     compiler: dict                 # the toolchain's versions (gcc, g++ / clang, clang++, lld, llvm-profdata)
     source_version: str
@@ -95,7 +96,7 @@ def export(record: BuildRecord, instrumented_variant: str, tool: ProfileTool, pr
         raise PgolabError(f"{record.label} has no merged profile in {profile_dir}",
                           hint=f"build it first: pgolab build SOURCE --variant {record.variant}")
     identity = ProfileIdentity(
-        server=record.server, source_digest=record.source.digest, instrumented_variant=instrumented_variant,
+        server=record.server, source_digest=_source_content(record), instrumented_variant=instrumented_variant,
         compiler=record.toolchain, source_version=record.version, training=record.training or "",
         profile_digest=files_digest(files), files=len(files), bytes=sum(f.stat().st_size for f in files),
         made_by=f"{record.label} (binary {(record.binary_digest or 'not recorded')[:12]}) on {Host.this().cpu}")
@@ -110,6 +111,15 @@ def export(record: BuildRecord, instrumented_variant: str, tool: ProfileTool, pr
             tar.add(f, arcname=f"{PROFILE_FOLDER}/{f.name}", recursive=False)
     tmp.replace(out)
     return identity
+
+
+def _source_content(record: BuildRecord) -> str:
+    if record.source.content_digest:
+        return record.source.content_digest
+    if not record.source_path.is_dir():     # a record from before content digests, its tree gone
+        raise PgolabError(f"{record.label}'s source tree {record.source_path} is gone, and its record does not say "
+                          f"what the tree held", hint=f"build it again (pgolab build SOURCE --variant {record.variant})")
+    return content_digest(record.source_path)
 
 
 def read_identity(path: Path) -> ProfileIdentity:

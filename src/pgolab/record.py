@@ -33,11 +33,13 @@ class ProfileOverlap:
 class SourceInfo:
     path: str
     version: str
-    digest: str
+    digest: str                 # the fast fingerprint (paths, sizes, times): this machine's build folders
+    content_digest: str = ""    # paths and bytes alone: the same tree on every machine ("": not recorded)
 
     @classmethod
     def from_dict(cls, data: dict) -> "SourceInfo":
-        return cls(str(data.get("path", "")), str(data.get("version", "")), str(data.get("digest", "")))
+        return cls(str(data.get("path", "")), str(data.get("version", "")), str(data.get("digest", "")),
+                   str(data.get("content_digest", "")))
 
     def as_dict(self) -> dict:
         return asdict(self)

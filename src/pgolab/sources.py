@@ -121,6 +121,33 @@ def file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+def content_digest(tree: Path) -> str:
+    """A fingerprint of a source tree's content alone: every file's path and bytes. Two unpacks of one
+    source package on two machines differ in modification times (dpkg-source patches files as it
+    unpacks), so what must be the same tree everywhere (a profile's source) is this one. Kept beside
+    pgolab's sources, keyed by the fast fingerprint, so each tree is read once."""
+    fast = tree_digest(tree)
+    cache = paths.sources_dir() / ".content-digests" / f"{fast}.txt"
+    if cache.is_file():
+        return cache.read_text().strip()
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(tree):
+        dirs[:] = sorted(d for d in dirs if d not in (".git", "__pycache__"))
+        for name in sorted(files):
+            p = Path(root, name)
+            if p.is_symlink():
+                h.update(f"{p.relative_to(tree)}\0->{os.readlink(p)}\n".encode())
+            elif p.is_file():
+                h.update(f"{p.relative_to(tree)}\0{p.stat().st_size}\n".encode())
+                with open(p, "rb") as f:
+                    for chunk in iter(lambda: f.read(1 << 20), b""):
+                        h.update(chunk)
+    digest = h.hexdigest()
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(digest + "\n")
+    return digest
+
+
 def tree_digest(tree: Path) -> str:
     """A fast fingerprint of a source tree: every file's path, size and mtime.
 
