@@ -3,7 +3,6 @@ catalog once, PostgreSQL through sysbench's pgsql driver, and a resume refused a
 These check that measuring works and is stored exactly once; the statistics are tested on synthetic
 data (test_stats.py), never by asserting a live A/A outcome."""
 
-import json
 import shutil
 
 import pytest
