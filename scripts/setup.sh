@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-system.sh
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
+# pip, not python: an interrupted `python3 -m venv` leaves a python without pip (seen here).
+if [ ! -x .venv/bin/pip ]; then
+  python3 -m venv --clear .venv
 fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e '.[test]'
