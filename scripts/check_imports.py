@@ -34,7 +34,7 @@ PACKAGE = "pgolab"
 LAYERS: dict[str, int] = {
     # no pgolab imports: errors, folders, /proc, ELF sections, labels, the host, statistics, parsing
     "__init__": 0, "errors": 0, "paths": 0, "processes": 0, "elf": 0, "labels": 0, "host": 0,
-    "reproducible": 0,
+    "reproducible": 0, "stored": 0,
     "stats": 0, "sysbench_output": 0,
     # running and logging commands; the phase engine; scratch folders
     "runner": 1, "phases": 1, "scratch": 1,

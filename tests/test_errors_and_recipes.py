@@ -306,6 +306,7 @@ def test_a_bolt_pgo_build_compiles_with_its_twins_profile(tmp_path, monkeypatch)
     labelled = pipeline("rel_pgo_use_bolt", "sysbench")
     assert labelled.profile_twin.dir.name == "sysbench-rel_pgo_use"
     assert labelled.instrumented.dir == twin.instrumented.dir
+
     # The record carries the twin's phases that made the profile, not the rest of the twin's build.
     p.state = SimpleNamespace(phases={"build": {"seconds": 1}, "bolt-optimize": {"seconds": 1}})
     p.profile_twin.state = SimpleNamespace(phases={n: {"seconds": 1} for n in ("train", "merge", "build", "smoke")})
@@ -314,3 +315,20 @@ def test_a_bolt_pgo_build_compiles_with_its_twins_profile(tmp_path, monkeypatch)
     # Without PGO there is no twin to read from: BOLT's own training is all.
     plain = pipeline("rel_o2nofp_bolt")
     assert plain.profile_twin is None and plain.profile_owner is plain and plain.instrumented is None
+
+def test_a_bolt_pgo_build_given_a_profile_file_has_its_twin_import_it(tmp_path, monkeypatch):
+    """`build --variant rel_pgo_use_bolt --profile FILE`: the twin imports the file (no instrumented
+    build, no training) and the _bolt build compiles with it, as with a trained twin."""
+    from pgolab.build import BuildRequest, Pipeline
+    from pgolab.sources import SourceTree
+    from pgolab.workloads import parse_train
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path))
+    (tmp_path / "src").mkdir()
+    tree = SourceTree(tmp_path / "src", "postgresql", "15.18")
+    request = BuildRequest(tree, parse("rel_pgo_use_bolt"), parse_train("mix", 10), profile_file=tmp_path / "p.tgz")
+    p = Pipeline(request, source_digest="0" * 64)
+    assert p.instrumented is None and p.profile_twin.instrumented is None
+    assert [ph.name for ph in p.plan()][:4] == ["configure", "build", "install", "check-profile"]
+    assert [ph.name for ph in p.profile_twin.plan()][0] == "profile-import"
+    assert p.pgo_context().retrain_from == p.profile_twin.pgo_context().retrain_from == "profile-import"
+

@@ -44,8 +44,9 @@ def test_a_run_on_another_cpu_generation_is_another_experiment():
     # Another generation than this machine's, whatever this one is.
     other = replace(here, cpu_id=here.cpu_id + " (another)")
     options = BenchOptions(suite="quick", modes=("qps",))
-    a = run_identity("mariadb", "base", [], {}, options, here)
-    b = run_identity("mariadb", "base", [], {}, options, other)
+    from pgolab.measures import of_modes
+    a = run_identity("mariadb", "base", [], {}, options, here, of_modes(options.modes))
+    b = run_identity("mariadb", "base", [], {}, options, other, of_modes(options.modes))
     from pgolab.store import identity_difference
     assert identity_difference(a, b) == ["host.cpu_id"]
 

@@ -8,9 +8,9 @@ from pgolab.errors import PgolabError
 
 def build_record(server: str, version: str):
     """A build record with what a run's target reads of it."""
-    from pgolab.record import BuildRecord
+    from pgolab.record import BuildRecord, SourceInfo
     return BuildRecord(label="x", variant="rel", description="x", server=server,
-                       source={"path": "/s", "version": version, "digest": ""}, toolchain={}, flags={},
+                       source=SourceInfo("/s", version), toolchain={}, flags={},
                        server_binary="/b/final/install/bin/x", install_dir="/b/final/install", logs="/b/logs")
 
 

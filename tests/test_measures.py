@@ -125,11 +125,11 @@ def test_a_native_build_with_avx512_is_refused_by_cost_mode_before_the_run(tmp_p
     from dataclasses import replace
 
     from pgolab.measures import COST
-    from pgolab.record import BuildRecord
+    from pgolab.record import BuildRecord, SourceInfo
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
     targets = fake_targets(tmp_path)
     record = BuildRecord(label="b", variant="rel_native", description="native", server="mariadb",
-                         source={"path": "/s", "version": "10.11.18", "digest": ""}, toolchain={}, flags={},
+                         source=SourceInfo("/s", "10.11.18"), toolchain={}, flags={},
                          server_binary="/b/final/install/bin/mariadbd", install_dir="/b/final/install",
                          logs="/b/logs", native_avx512=["avx512bw", "avx512f"])
     targets[1] = replace(targets[1], description=record)

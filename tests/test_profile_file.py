@@ -9,7 +9,7 @@ import pytest
 from pgolab import profile_file
 from pgolab.errors import PgolabError
 from pgolab.profiles import GccProfile
-from pgolab.record import BuildRecord
+from pgolab.record import BuildRecord, SourceInfo
 
 COMPILER = {"gcc": "12.2.0", "g++": "12.2.0"}
 
@@ -22,7 +22,7 @@ def trained_build(tmp_path: Path) -> BuildRecord:
         (profile / name).write_bytes(data)
     (profile / "ignored.txt").write_text("not part of the profile")
     return BuildRecord(label="rel_pgo_use", variant="rel_pgo_use", description="gcc PGO", server="postgresql",
-                       source={"path": "/s", "version": "15.18", "digest": "12" * 32, "content_digest": "ab" * 32}, toolchain=COMPILER, flags={},
+                       source=SourceInfo("/s", "15.18", "12" * 32, "ab" * 32), toolchain=COMPILER, flags={},
                        server_binary=f"{build}/final/install/bin/postgres", install_dir=f"{build}/final/install",
                        logs=f"{build}/logs", training="mix (150s)", binary_digest="cd" * 32)
 

@@ -135,7 +135,7 @@ def test_the_pgo_stage_trains_merges_and_checks_from_its_context(tmp_path):
     tool = GccProfile()
     ctx = PgoContext(compile=compile_context(tmp_path, reporter, "rel_pgo_use"), tool=tool,
                      profile_dir=layout.profile_dir, instrumented_profile_dir=gen_profile, first_profile=None,
-                     trains=True, sealed_digest=lambda d, t, r: sealed_digest(d, t, state, r),
+                     trains=True, retrain_from="train", sealed_digest=lambda d, t, r: sealed_digest(d, t, state, r),
                      build_log=layout.log("build"), train=parse_train("none", 1), runner=Runners(layout.logs),
                      servers=servers, reporter=reporter)
     phases = pgo_phases(ctx)

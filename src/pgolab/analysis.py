@@ -124,10 +124,12 @@ def series_pairs(labels: list[str]) -> list[tuple[str, str]]:
 
 
 def analyse(store: Store, run_id: int, base: str, labels: list[str],
-            tolerances: dict[str, float | None], host: Host | None = None) -> Analysis:
+            tolerances: dict[str, float | None], host: Host | None = None,
+            samples: list | None = None) -> Analysis:
     """tolerances: per measure key, the repeatability bound its estimator adds (Measure.tolerance); a
-    measure named there is analysed if the run holds its samples."""
-    samples = store.samples(run_id)
+    measure named there is analysed if the run holds its samples. samples: the run's, if the caller
+    has them already."""
+    samples = samples if samples is not None else store.samples(run_id)
     excluded = store.excluded(run_id)
     micros = list(dict.fromkeys(s.step.micro for s in samples))
     group_of = {s.step.micro: s.group for s in samples}

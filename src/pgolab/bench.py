@@ -22,7 +22,7 @@ from .host import Host
 from .measurement import BenchOptions
 from .measures import Measure
 from .record import BinaryInfo, BuildRecord
-from .runner import Runner
+from .runner import home_runner
 from .schedule import Progress, Scheduler
 from .sources import file_digest
 from .store import Store
@@ -30,10 +30,9 @@ from .targets import installation_for_binary
 
 
 def run_identity(server: str, base: str, targets: list[BenchTarget], digests: dict[str, str],
-                 options: BenchOptions, host: Host, measures: list[Measure] | None = None) -> dict:
+                 options: BenchOptions, host: Host, measures: list[Measure]) -> dict:
     """What a resumed run must match, key by key. The machine only if a measure's figures belong to
     it (wall clock): a cost-only run continues on another host (after `pgolab import`)."""
-    measures = measures if measures is not None else measures_mod.of_modes(options.modes)
     micros = [suite_mod.key(m) for m in suite_mod.suite(options.suite)]
     identity = {"server": server, "base": base, "suite": options.suite, "micros": micros,
                 "options": options.identity(), "targets": digests}
@@ -149,7 +148,7 @@ def binary_target(spec: str) -> BenchTarget:
     if not path.is_file() or not os.access(path, os.X_OK):
         raise PgolabError(f"{path} is not an executable file", hint="give the server binary, e.g. /usr/sbin/mariadbd")
     installation = installation_for_binary(path)
-    version = Runner(paths.home() / "logs" / "binary-version.log").run(
+    version = home_runner("binary-version").run(
         [str(path), "--version"], check=False, what="server --version").output.strip()
     return BenchTarget(label, BinaryInfo.kind, installation,
                        BinaryInfo(str(path), version, f"binary {path} ({version})"))

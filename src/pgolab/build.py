@@ -26,13 +26,13 @@ from .layout import BuildLayout, stop_leftover_processes, variant_dir
 from .phases import Phase, PhaseEngine, PhaseState, QuietReporter, Reporter, digest
 from .profiles import sealed_digest
 from .profiles.bolt import bolt_profile
-from .record import BuildRecord
+from .record import BuildRecord, SourceInfo
 from .runner import Runner
 from .sources import SourceTree, content_digest, file_digest, tree_digest
 from .stages.bolt import BoltContext, bolt_phases
 from .stages.compile import CompileContext, compile_phases
 from .stages.context import Runners, SealedDigest, Servers
-from .stages.pgo import PROFILE_IMPORT, PgoContext, pgo_phases
+from .stages.pgo import PROFILE_IMPORT, TRAINING_PHASES, PgoContext, pgo_phases
 from .stages.smoke import SmokeContext, smoke_phase
 from .targets import target_for
 from .toolchains import toolchain as find_toolchain
@@ -161,18 +161,20 @@ class Pipeline:
 
     def pgo_context(self) -> PgoContext:
         owner = self.profile_owner
-        imported = self.request.profile_file if owner is self else None   # a _bolt build: its twin imports
-        if imported is None:
-            assert self.instrumented is not None
-        expected = profile_file.expected_identity(self.request.source.server, content_digest(self.request.source.path),
-                                                  self.variant.instrumented().name, self.toolchain.versions())
+        # A profile comes from a file (--profile) or a training, decided once by the chain; the build
+        # that reads it makes it unless it is a _bolt build, whose twin does.
+        imports, makes = self.chain.imports, owner is self
+        expected = profile_file.expected_identity(
+            self.request.source.server, content_digest(self.request.source.path, self.source_digest),
+            self.variant.instrumented().name, self.toolchain.versions()) if imports and makes else None
         return PgoContext(
             compile=self.compile_context(), tool=self.profile_tool, profile_dir=self.profile_dir,
             instrumented_profile_dir=self.instrumented.profile_dir if self.instrumented else self.profile_dir,
             first_profile=self.instrumented.profile_dir if self.variant.cs and self.instrumented else None,
-            trains=owner is self and imported is None, sealed_digest=owner.read_sealed(),
-            build_log=self.layout.log("build"), train=self.request.train, runner=self.runners,
-            servers=self.servers, reporter=self.reporter, profile_file=imported, expected=expected)
+            trains=makes and not imports, retrain_from=PROFILE_IMPORT if imports else TRAINING_PHASES[0],
+            sealed_digest=owner.read_sealed(), build_log=self.layout.log("build"), train=self.request.train,
+            runner=self.runners, servers=self.servers, reporter=self.reporter,
+            profile_file=self.request.profile_file if imports and makes else None, expected=expected)
 
     def bolt_context(self) -> BoltContext:
         servers = self.servers
@@ -243,8 +245,8 @@ class Pipeline:
             variant=self.variant.name,
             description=self.variant.describe(),
             server=self.request.source.server,
-            source={"path": str(self.request.source.path), "version": self.request.source.version,
-                    "digest": self.source_digest, "content_digest": content_digest(self.request.source.path)},
+            source=SourceInfo(str(self.request.source.path), self.request.source.version, self.source_digest,
+                              content_digest(self.request.source.path, self.source_digest)),
             toolchain=versions,
             flags={stage: self.stage_flags(stage)[1].as_dict()
                    for stage in (["gen", "final"] if self.instrumented else ["final"])},

@@ -25,7 +25,7 @@ from .build import BuildRequest, build as run_build
 from .errors import PgolabError, from_os_error
 from .fleet import BenchOptions
 from .render import console_for_output, rich_table
-from .runner import Runner
+from .runner import Runner, home_runner
 from .server import stop_all
 from .workloads import parse_train
 
@@ -65,7 +65,17 @@ class _Group(_UserHelp, TyperGroup):
     pass
 
 
-app = typer.Typer(cls=_Group, add_completion=False, no_args_is_help=True,
+class _App(typer.Typer):
+    """Every command's and group's help shows what a user types (a new command cannot forget it)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(cls=_Group, **kwargs)
+
+    def command(self, *args, **kwargs):
+        return super().command(*args, cls=_Command, **kwargs)
+
+
+app = _App(add_completion=False, no_args_is_help=True,
                   help="Build database servers with LTO and PGO, train them, and prove the result.")
 console = Console(stderr=True)
 out = console_for_output()   # never wraps tables into a pipe or a file
@@ -165,14 +175,14 @@ def main() -> None:
 
 
 def _runner(name: str) -> Runner:
-    return Runner(paths.home() / "logs" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.log")
+    return home_runner(f"{name}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
 def _resolve_source(source: str) -> sources.SourceTree:
     return debian.resolve(source, _runner("source"))
 
 
-@app.command(cls=_Command)
+@app.command()
 def doctor() -> None:
     """List every tool the pipeline needs, its version, and the package for a missing one."""
     table = Table(title="pgolab doctor")
@@ -193,7 +203,7 @@ def doctor() -> None:
     out.print("[green]all tools present[/green]")
 
 
-@app.command(cls=_Command)
+@app.command()
 def source(server: str = typer.Argument(..., metavar="SERVER",
                                         help="mariadb, mysql or postgresql (fetched from Debian), "
                                              "or a directory/tarball to recognise"),
@@ -212,7 +222,7 @@ def source(server: str = typer.Argument(..., metavar="SERVER",
     out.print(str(tree.path))
 
 
-@app.command("variants", cls=_Command)
+@app.command("variants")
 def list_variants(all_: bool = typer.Option(False, "--all", help="every combination of the axes, "
                                                                   "not only the 20 published builds"),
                   as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
@@ -235,7 +245,7 @@ def list_variants(all_: bool = typer.Option(False, "--all", help="every combinat
                          no_wrap=not out.is_terminal))
 
 
-@app.command("build", cls=_Command)
+@app.command("build")
 def build_cmd(
     source_arg: str = typer.Argument(..., metavar="SOURCE",
                                      help="source directory, tarball, or mariadb, mysql, postgresql (=VERSION) to fetch"),
@@ -255,7 +265,7 @@ def build_cmd(
     label: Optional[str] = typer.Option(None, "--label", metavar="NAME",
                                         help="name of the build (default: the variant name); "
                                              "build one PGO variant with several trainings under different labels"),
-    profile: Optional[Path] = typer.Option(None, "--profile", metavar="FILE",
+    profile: Optional[Path] = typer.Option(None, "--profile", metavar="FILE", exists=True, dir_okay=False,
                                            help="compile a PGO variant with this exported profile "
                                                 "(pgolab profile export) instead of training"),
 ) -> None:
@@ -301,6 +311,9 @@ def _fraction(text: Optional[str]) -> Optional[float]:
 # Options bench and matrix share, defined once: `with_bench_options` adds them to a command's
 # signature and hands the command one BenchOptions, whose own defaults are the options' defaults.
 _DEFAULT = BenchOptions()
+# Options several commands share, defined once.
+STORE_OPTION = typer.Option(None, "--store", metavar="FILE", help="SQLite file (default in pgolab home)")
+
 BENCH_OPTIONS: list[tuple[str, type, object]] = [
     ("suite", str, typer.Option(_DEFAULT.suite, "--suite", metavar="quick|full", help="quick or full")),
     ("measure", str, typer.Option(",".join(_DEFAULT.modes), "--measure", metavar="qps,cost",
@@ -328,8 +341,7 @@ BENCH_OPTIONS: list[tuple[str, type, object]] = [
                                      help="rows of each sysbench table")),
     ("binary", List[str], typer.Option([], "--binary", metavar="NAME=PATH",
                                        help="any server binary, under the label NAME (repeatable)")),
-    ("store_path", Optional[Path], typer.Option(None, "--store", metavar="FILE",
-                                                help="SQLite file (default in pgolab home)")),
+    ("store_path", Optional[Path], STORE_OPTION),
     ("out_dir", Optional[Path], typer.Option(None, "--out", metavar="DIR", help="also export the report here")),
 ]
 PASSED_AS_IS = ("binary", "store_path", "out_dir")
@@ -385,7 +397,7 @@ def _command_line() -> str:
     return "pgolab " + " ".join(__import__("shlex").quote(a) for a in sys.argv[1:])
 
 
-@app.command("bench", cls=_Command)
+@app.command("bench")
 @with_bench_options
 def bench_cmd(
     base: str = typer.Option(..., "--base", metavar="LABEL", help="the label every other target is compared with"),
@@ -403,8 +415,7 @@ def bench_cmd(
     *, options, binary, store_path, out_dir,
 ) -> None:
     """Run the sysbench suite on variants and binaries, store every sample, print the report."""
-    from . import bench, report
-    from .render import export, print_terminal
+    from . import bench
     from .store import Store
     targets = bench.resolve_targets(base, variant, binary, source_dir)
     if len(targets) < 2:
@@ -416,11 +427,7 @@ def bench_cmd(
     console.print(f"run {name}; store {store.path}")
     with _progress_display() as progress:
         run_id = bench.run_bench(store, name, base, targets, options, _command_line(), _step_display(progress))
-    data = report.compute(store, run_id)
-    print_terminal(data, out)
-    if out_dir:
-        files = export(data, out_dir)
-        console.print(f"exported to {out_dir}: {', '.join(p.name for p in files.values())}")
+    _show_run(store, run_id, out_dir)
 
 
 class RichMatrixProgress:
@@ -446,7 +453,7 @@ class RichMatrixProgress:
         self.on_step(state)
 
 
-@app.command("matrix", cls=_Command)
+@app.command("matrix")
 @with_bench_options
 def matrix_cmd(
     source_args: List[str] = typer.Argument(..., metavar="SOURCE",
@@ -493,11 +500,7 @@ def matrix_cmd(
         result = matrix.run_matrix(request, store, RichMatrixProgress(progress), _command_line())
     console.print(f"matrix: {len(result.builds)} builds ({sum(not b.up_to_date for b in result.builds)} built now) "
                   f"in {result.build_seconds / 60:.1f} min, benchmark {result.bench_seconds / 60:.1f} min")
-    files = _show_run(store, result.run_id, out_dir)
-    if out_dir:
-        shutil.copy(result.timing_log, out_dir / result.timing_log.name)
-        console.print(f"exported to {out_dir}: {', '.join(p.name for p in files.values())}, "
-                      f"{result.timing_log.name}")
+    _show_run(store, result.run_id, out_dir, also=(result.timing_log,))
 
 
 def _matrix_on_cluster(address, source_args, variants, bolt, base, train, options, run_name, jobs, binary, shard,
@@ -514,12 +517,11 @@ def _matrix_on_cluster(address, source_args, variants, bolt, base, train, option
     _show_run(store, cluster.run(address, tasks, store, name, _command_line(), say=console.print), out_dir)
 
 
-@app.command("merge", cls=_Command)
+@app.command("merge")
 def merge_cmd(
     shards: List[str] = typer.Argument(..., metavar="RUN_OR_FILE...", help="each shard's run, or its exported file"),
     name: str = typer.Option(..., "--name", metavar="NAME", help="the merged run's name"),
-    store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE",
-                                                help="SQLite file (default in pgolab home)"),
+    store_path: Optional[Path] = STORE_OPTION,
     out_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR",
                                            help="write every format, charts and report.html here"),
 ) -> None:
@@ -531,20 +533,24 @@ def merge_cmd(
     _show_run(store, merge(store, shards, name, _command_line()), out_dir)
 
 
-def _show_run(store, run_id: int, out_dir: Optional[Path]) -> dict:
-    """A stored run's report on the terminal and, with --out, in every format; the files written."""
+def _show_run(store, run_id: int, out_dir: Optional[Path], also: tuple[Path, ...] = ()) -> None:
+    """A stored run's report on the terminal and, with --out, in every format, with `also` copied there."""
     from . import report
     from .render import export, print_terminal
     data = report.compute(store, run_id)
     print_terminal(data, out)
-    return export(data, out_dir) if out_dir else {}
+    if out_dir:
+        files = [p.name for p in export(data, out_dir).values()]
+        for path in also:
+            shutil.copy(path, out_dir / path.name)
+            files.append(path.name)
+        console.print(f"exported to {out_dir}: {', '.join(files)}")
 
 
-@app.command("report", cls=_Command)
+@app.command("report")
 def report_cmd(
     run: Optional[str] = typer.Argument(None, metavar="RUN", help="run name or id (default: the newest)"),
-    store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE",
-                                                help="SQLite file (default in pgolab home)"),
+    store_path: Optional[Path] = STORE_OPTION,
     fmt: str = typer.Option("terminal", "--format", metavar="FORMAT",
                             help="terminal, markdown, html, csv (per microbenchmark) or json"),
     out_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR",
@@ -577,12 +583,11 @@ def report_cmd(
         raise PgolabError(f"unknown format {fmt!r}", hint="terminal, markdown, html, csv or json")
 
 
-@app.command("export", cls=_Command)
+@app.command("export")
 def export_cmd(
     run: str = typer.Argument(..., metavar="RUN", help="run name or id"),
     out_file: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="the run file to write"),
-    store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE",
-                                                help="SQLite file (default in pgolab home)"),
+    store_path: Optional[Path] = STORE_OPTION,
     with_profiles: bool = typer.Option(False, "--with-profiles",
                                        help="add the exported profiles of its PGO targets"),
 ) -> None:
@@ -594,11 +599,10 @@ def export_cmd(
     console.print(f"{out_file}: run {run}, {samples} samples")
 
 
-@app.command("import", cls=_Command)
+@app.command("import")
 def import_cmd(
     run_file: Path = typer.Argument(..., metavar="FILE", help="a file written by pgolab export"),
-    store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE",
-                                                help="SQLite file (default in pgolab home)"),
+    store_path: Optional[Path] = STORE_OPTION,
 ) -> None:
     """Bring an exported run into the store: the run if it is new, else the samples it lacks. Run the
     run's own command to continue it (a cost-only run continues on any host)."""
@@ -610,11 +614,11 @@ def import_cmd(
         console.print(f"profile: {path} (pgolab build SOURCE --variant V --profile {path})")
 
 
-profile_app = typer.Typer(cls=_Group, no_args_is_help=True, help="A PGO build's training profile as a file.")
+profile_app = _App(no_args_is_help=True, help="A PGO build's training profile as a file.")
 app.add_typer(profile_app, name="profile")
 
 
-@profile_app.command("export", cls=_Command)
+@profile_app.command("export")
 def profile_export_cmd(
     build_label: str = typer.Argument(..., metavar="BUILD", help="a finished PGO build's label, e.g. rel_pgo_use"),
     out_file: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="where to write the profile"),
@@ -630,7 +634,7 @@ def profile_export_cmd(
                   f"{identity.source_version} (source {identity.source_digest[:10]})")
 
 
-@app.command("profile-check", cls=_Command)
+@app.command("profile-check")
 def profile_check_cmd(
     source_arg: str = typer.Argument(..., metavar="SOURCE", help="as for pgolab build"),
     variant: str = typer.Option(..., "--variant", "-v", metavar="NAME", help="a PGO variant, e.g. rel_pgo_use"),
@@ -656,7 +660,7 @@ def profile_check_cmd(
     out.print(report.describe(), markup=False, highlight=False)
 
 
-@app.command("builds", cls=_Command)
+@app.command("builds")
 def builds_cmd(as_json: bool = typer.Option(False, "--json", help="print JSON"),
                markdown: bool = typer.Option(False, "--markdown", help="a Markdown table"),
                server: Optional[str] = typer.Option(None, "--server", metavar="SERVER[-VERSION]",

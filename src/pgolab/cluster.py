@@ -27,12 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import merge, paths, runfile
+from . import debian, matrix, merge, paths, runfile
+from .matrix import training_groups
 from .errors import PgolabError
 from .measurement import BenchOptions
 from .measures import MEASURES
 from .phases import QuietReporter
-from .runner import Runner
+from .runner import home_runner
 from .schedule import Progress
 from .store import Store
 from .variants import Variant, parse
@@ -75,9 +76,8 @@ class _QuietMatrix:
 def run_share(share: Share) -> ShareResult:
     """On a worker: build the share and the base in this worker's pgolab home, measure their cost,
     and return the run as a run file."""
-    from . import debian, matrix
     from .host import Host
-    tree = debian.resolve(share.source, Runner(paths.home() / "logs" / "cluster-source.log"))
+    tree = debian.resolve(share.source, home_runner("cluster-source"))
     request = matrix.MatrixRequest(sources=[tree], variants=[parse(v) for v in share.variants], base=share.base,
                                    train=share.train, options=share.options, run_name=share.run_name, jobs=share.jobs)
     store = Store(paths.home() / "cluster-runs.sqlite")
@@ -92,16 +92,10 @@ def run_share(share: Share) -> ShareResult:
 
 def shares(variants: list[Variant], base: str, source: str, train: TrainingSpec, options: BenchOptions,
            run_name: str, jobs: int) -> list[Share]:
-    """One share per build (a PGO build with its _bolt twin), most costly first."""
-    from .matrix import relative_cost
-    groups: dict[str, list[str]] = {}
-    for v in variants:
-        if v.name == base:
-            continue
-        key = v.without_bolt().instrumented().name if v.reads_profile else v.name
-        groups.setdefault(key, []).append(v.name)
-    ordered = sorted(groups.values(), key=lambda names: -sum(relative_cost(parse(n)) for n in names))
-    return [Share(source, tuple(names), base, train, options, f"{run_name}-{names[0]}", jobs) for names in ordered]
+    """One share per training group (a PGO build with its _bolt twin), most costly first."""
+    groups = training_groups([v for v in variants if v.name != base])
+    return [Share(source, tuple(v.name for v in group), base, train, options, f"{run_name}-{group[0].name}", jobs)
+            for group in groups]
 
 
 def check_options(options: BenchOptions) -> None:

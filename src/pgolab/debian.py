@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import paths
 from .errors import PgolabError
-from .runner import Runner
+from .runner import Runner, home_runner
 from .sources import SourceTree, detect
 
 MIRROR = "http://deb.debian.org/debian"
@@ -62,7 +62,7 @@ def upstream_version(debian_version: str) -> str:
 
 
 def _versions_runner() -> Runner:
-    return Runner(paths.home() / "logs" / "debian-versions.log")
+    return home_runner("debian-versions")
 
 
 def newest_first(listed: list[Listed], runner: Runner | None = None) -> list[Listed]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import platform
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from .stored import known_fields
 
 NOT_RECORDED = "not recorded"   # what a run stored before a field existed says of it
 
@@ -46,13 +48,14 @@ def _read(path: str) -> str:
 
 @dataclass(frozen=True)
 class Host:
-    cpu: str
-    cpu_id: str              # family, model, stepping
-    caches: str
-    cores: int | None
-    kernel: str
-    memory_gib: float
-    hostname: str
+    # The defaults are what a run stored before a field existed says of it.
+    cpu: str = NOT_RECORDED
+    cpu_id: str = "family " + NOT_RECORDED    # family, model, stepping
+    caches: str = NOT_RECORDED
+    cores: int | str | None = NOT_RECORDED
+    kernel: str = NOT_RECORDED
+    memory_gib: float | str = NOT_RECORDED
+    hostname: str = NOT_RECORDED
 
     @classmethod
     def this(cls) -> "Host":
@@ -68,8 +71,7 @@ class Host:
     @classmethod
     def from_dict(cls, data: dict) -> "Host":
         """As stored with a run; a field an older pgolab did not record reads NOT_RECORDED."""
-        missing = {"cpu_id": "family " + NOT_RECORDED}
-        return cls(**{f.name: data.get(f.name, missing.get(f.name, NOT_RECORDED)) for f in fields(cls)})
+        return cls(**known_fields(cls, data))
 
     def as_dict(self) -> dict:
         return asdict(self)

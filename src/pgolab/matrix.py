@@ -74,17 +74,22 @@ def parse_shard(text: str) -> tuple[int, int]:
     return k, n
 
 
-def shard_of(chosen: list[Variant], k: int, n: int) -> list[Variant]:
-    """The K-th of N shares of a matrix, the same on every machine: builds that share an
-    instrumented build (a PGO variant, its _bolt twin) stay together; the groups go, most costly
-    first, to the share with the least cost so far (ties to the lower share, then by name). The
-    base is not assigned: every shard builds and measures it, as the anchor `pgolab merge` checks."""
+def training_groups(chosen: list[Variant]) -> list[list[Variant]]:
+    """The builds that go together, most costly first (ties by name): a PGO variant and its _bolt
+    twin share one training (the twin compiles with its profile); any other build stands alone."""
     groups: dict[str, list[Variant]] = {}
     for v in chosen:
         key = v.without_bolt().instrumented().name if v.reads_profile else v.name
         groups.setdefault(key, []).append(v)
+    return [members for _, members in sorted(groups.items(), key=lambda g: (-sum(map(relative_cost, g[1])), g[0]))]
+
+
+def shard_of(chosen: list[Variant], k: int, n: int) -> list[Variant]:
+    """The K-th of N shares of a matrix, the same on every machine: each training group goes to the
+    share with the least cost so far (ties to the lower share). The base is not assigned: every
+    shard builds and measures it, as the anchor `pgolab merge` checks."""
     load, assigned = [0.0] * n, [[] for _ in range(n)]
-    for key, members in sorted(groups.items(), key=lambda g: (-sum(map(relative_cost, g[1])), g[0])):
+    for members in training_groups(chosen):
         share = min(range(n), key=lambda i: (load[i], i))
         load[share] += sum(map(relative_cost, members))
         assigned[share] += members

@@ -9,12 +9,12 @@ steps run in which order; executors only measure.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
 from .errors import PgolabError
+from .stored import known_fields
 from .suite import Micro
-
 
 
 @dataclass(frozen=True)
@@ -133,8 +133,7 @@ class BenchOptions:
     def from_dict(cls, data: dict) -> "BenchOptions":
         """As stored with a run: keys an older pgolab did not have take their defaults; keys this one
         does not know are left out; JSON's lists become the tuples the fields hold."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
+        values = known_fields(cls, data)
         if "modes" in values:
             values["modes"] = tuple(values["modes"])
         return cls(**values)

@@ -274,8 +274,7 @@ class MySQLMix(_Mix):
     def create_tables(self, conn, rng):
         cur = conn.cursor()
         self.binlog_modes = tuple(m for m in BINLOG_MODES if self._accepts_binlog_mode(cur, m))
-        for e, d in zip(self.engines, self.ddl_tables()):
-            t, u = f"mix_{e.lower()}_t", f"mix_{e.lower()}_u"
+        for e, (t, u), d in zip(self.engines, self.tables(), self.ddl_tables()):
             cur.execute(f"DROP TABLE IF EXISTS {t}, {u}, {d}")
             cur.execute(f"CREATE TABLE {t} (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, c VARCHAR(120), "
                         f"pad CHAR(60), n INT) ENGINE={e}")

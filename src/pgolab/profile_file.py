@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import json
 import tarfile
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .errors import PgolabError
@@ -22,6 +22,7 @@ from .host import Host
 from .profiles import ProfileTool, files_digest
 from .record import BuildRecord
 from .sources import content_digest
+from .stored import known_fields
 from .toolchains import toolchain
 from .variants import parse as parse_variant
 
@@ -54,11 +55,10 @@ class ProfileIdentity:
         if not isinstance(version, int) or version > FORMAT:
             raise PgolabError(f"{where} is a profile file of format {version!r}; this pgolab reads up to {FORMAT}",
                               hint="upgrade pgolab, or export the profile again with this one")
-        known = {f.name for f in fields(cls)}
-        missing = known - set(data) - {"format"}
-        if missing:
-            raise PgolabError(f"{where} lacks {', '.join(sorted(missing))}", hint="export the profile again")
-        return cls(**{k: v for k, v in data.items() if k in known})
+        try:
+            return cls(**known_fields(cls, data))
+        except TypeError as exc:     # a field every format has is missing
+            raise PgolabError(f"{where} is incomplete: {exc}", hint="export the profile again")
 
     def mismatch(self, expected: "ProfileIdentity") -> list[str]:
         """The fields that make this profile unreadable for a build expecting `expected`."""

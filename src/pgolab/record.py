@@ -15,6 +15,7 @@ from . import paths
 from .errors import PgolabError
 from .profiles import ConsumptionCheck
 from .profiles.bolt import BoltStats
+from .stored import known_fields
 
 RECORD_FILE = "build.json"
 # build.json's format: 1 had no version field; 2 adds it; 3 adds code_bytes and bolt; 4 adds
@@ -31,15 +32,14 @@ class ProfileOverlap:
 
 @dataclass(frozen=True)
 class SourceInfo:
-    path: str
-    version: str
-    digest: str                 # the fast fingerprint (paths, sizes, times): this machine's build folders
+    path: str = ""
+    version: str = ""
+    digest: str = ""            # the fast fingerprint (paths, sizes, times): this machine's build folders
     content_digest: str = ""    # paths and bytes alone: the same tree on every machine ("": not recorded)
 
     @classmethod
     def from_dict(cls, data: dict) -> "SourceInfo":
-        return cls(str(data.get("path", "")), str(data.get("version", "")), str(data.get("digest", "")),
-                   str(data.get("content_digest", "")))
+        return cls(**known_fields(cls, data))
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -77,10 +77,6 @@ class BuildRecord:
     profile_check: dict | None = None
     record_version: int = RECORD_VERSION
     kind = "variant"      # a run's target that pgolab built
-
-    def __post_init__(self) -> None:
-        if isinstance(self.source, dict):     # as build.json and a run's store hold it
-            self.source = SourceInfo.from_dict(self.source)
 
     @property
     def version(self) -> str:
@@ -146,9 +142,8 @@ class BuildRecord:
         if version > RECORD_VERSION:
             raise PgolabError(f"{where} is a version-{version} build record; this pgolab reads up to "
                               f"{RECORD_VERSION}", hint="upgrade pgolab, or rebuild with this one")
-        data = {"label": data.get("variant"), **data}
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        values = known_fields(cls, {"label": data.get("variant"), **data})
+        return cls(**{**values, "source": SourceInfo.from_dict(values.get("source") or {})})
 
     # -- reading and writing -------------------------------------------------
     def save(self) -> Path:
@@ -187,14 +182,14 @@ class BuildRecord:
 @dataclass(frozen=True)
 class BinaryInfo:
     """A server binary a run measured that pgolab did not build (--binary NAME=PATH)."""
-    path: str
-    version: str            # what `BINARY --version` said
-    description: str
+    path: str = ""
+    version: str = ""       # what `BINARY --version` said
+    description: str = ""
     kind = "binary"
 
     @classmethod
     def from_dict(cls, data: dict) -> "BinaryInfo":
-        return cls(str(data.get("path", "")), str(data.get("version", "")), str(data.get("description", "")))
+        return cls(**known_fields(cls, data))
 
     def as_dict(self) -> dict:
         return asdict(self)

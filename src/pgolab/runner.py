@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from . import paths
 from .errors import PgolabError
 
 TAIL_LINES = 40
@@ -121,3 +122,8 @@ class Runner:
             log=self.log_path,
             hint="read the log above; fix the cause and run the same pgolab command again "
                  "(finished phases are kept)")
+
+
+def home_runner(name: str) -> Runner:
+    """A runner for commands that belong to no build or run, logging to <pgolab home>/logs/NAME.log."""
+    return Runner(paths.home() / "logs" / f"{name}.log")

@@ -121,12 +121,12 @@ def file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def content_digest(tree: Path) -> str:
+def content_digest(tree: Path, fast: str | None = None) -> str:
     """A fingerprint of a source tree's content alone: every file's path and bytes. Two unpacks of one
     source package on two machines differ in modification times (dpkg-source patches files as it
     unpacks), so what must be the same tree everywhere (a profile's source) is this one. Kept beside
     pgolab's sources, keyed by the fast fingerprint, so each tree is read once."""
-    fast = tree_digest(tree)
+    fast = fast or tree_digest(tree)     # a caller that has the fast fingerprint passes it
     cache = paths.sources_dir() / ".content-digests" / f"{fast}.txt"
     if cache.is_file():
         return cache.read_text().strip()

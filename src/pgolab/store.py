@@ -191,31 +191,41 @@ class Store:
                              host: Host, identity: dict, command: str) -> tuple[int, bool]:
         """The run's id and whether it already existed (a resume, only of the same experiment)."""
         identity = json.loads(json.dumps(identity))   # compared as stored: tuples become lists
-        row = self.db.execute("SELECT id, identity, commands FROM runs WHERE name = ?", (name,)).fetchone()
-        if row:
-            stored = json.loads(row["identity"])
-            differing = identity_difference(stored, identity) if stored else ["identity (a version-1 run has none)"]
-            if differing:
-                shown = "\n".join(f"{k}: stored {_dotted(stored, k)!r}, now {_dotted(identity, k)!r}"
-                                  for k in differing)
-                raise PgolabError(
-                    f"run {name!r} exists with another identity: {', '.join(differing)} differ",
-                    detail=shown[:2000],
-                    hint="resume it with the same options and binaries, or start a new run with --run NEW_NAME")
-            commands = json.loads(row["commands"])
-            if command not in commands:
-                commands.append(command)
-            with self.db:
-                self.db.execute("UPDATE runs SET status = 'running', commands = ? WHERE id = ?",
-                                (json.dumps(commands), row["id"]))
-            return row["id"], True
         with self.db:
-            cur = self.db.execute(
-                "INSERT INTO runs (name, created, server, base, suite, options, host, identity, commands, status) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running')",
-                (name, time.strftime("%Y-%m-%dT%H:%M:%S"), server, base, suite, json.dumps(options.as_dict()),
-                 json.dumps(host.as_dict()), json.dumps(identity), json.dumps([command])))
-        return cur.lastrowid, False
+            row = self._same_run(name, identity, "resume it with the same options and binaries, or start a new "
+                                                 "run with --run NEW_NAME")
+            if row:
+                self._add_commands(row, [command])
+                self.db.execute("UPDATE runs SET status = 'running' WHERE id = ?", (row["id"],))
+                return row["id"], True
+            run_id = self._insert("runs", {
+                "name": name, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "server": server, "base": base,
+                "suite": suite, "options": json.dumps(options.as_dict()), "host": json.dumps(host.as_dict()),
+                "identity": json.dumps(identity), "commands": json.dumps([command]), "status": "running"})
+        return run_id, False
+
+    def _same_run(self, name: str, identity: dict, hint: str) -> sqlite3.Row | None:
+        """The stored run of that name, if any, after checking it is the same experiment."""
+        row = self.db.execute("SELECT id, identity, commands FROM runs WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            return None
+        stored = json.loads(row["identity"])
+        differing = identity_difference(stored, identity) if stored else ["identity (a version-1 run has none)"]
+        if differing:
+            shown = "\n".join(f"{k}: stored {_dotted(stored, k)!r}, now {_dotted(identity, k)!r}" for k in differing)
+            raise PgolabError(f"run {name!r} exists with another identity: {', '.join(differing)} differ",
+                              detail=shown[:2000], hint=hint)
+        return row
+
+    def _add_commands(self, row: sqlite3.Row, commands: list[str]) -> None:
+        known = json.loads(row["commands"])
+        known += [c for c in commands if c not in known]
+        self.db.execute("UPDATE runs SET commands = ? WHERE id = ?", (json.dumps(known), row["id"]))
+
+    def _insert(self, table: str, row: dict, verb: str = "INSERT") -> int:
+        """One row, its columns named by its keys; the new row's id."""
+        sql = f"{verb} INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})"
+        return self.db.execute(sql, list(row.values())).lastrowid
 
     def run(self, name_or_id: str | int | None = None) -> StoredRun | None:
         row = self._run_row(name_or_id)
@@ -241,9 +251,9 @@ class Store:
     def add_target(self, run_id: int, label: str, kind: str, server_binary: str, binary_digest: str,
                    description: TargetDescription) -> None:
         with self.db:
-            self.db.execute("INSERT OR REPLACE INTO targets (run_id, label, kind, server_binary, binary_digest, "
-                            "description) VALUES (?, ?, ?, ?, ?, ?)",
-                            (run_id, label, kind, server_binary, binary_digest, json.dumps(description.as_dict())))
+            self._insert("targets", {"run_id": run_id, "label": label, "kind": kind, "server_binary": server_binary,
+                                     "binary_digest": binary_digest, "description": json.dumps(description.as_dict())},
+                         "INSERT OR REPLACE")
 
     def targets(self, run_id: int) -> list[StoredTarget]:
         return [StoredTarget.of_row(r)
@@ -262,12 +272,11 @@ class Store:
             raise PgolabError(f"internal: a {s.mode} sample carries {', '.join(sorted(unknown))}, which the figure "
                               f"table (measurement.FIGURES) does not define for {s.mode}")
         with self.db:
-            self.db.execute(
-                "INSERT INTO samples (run_id, mode, micro, grp, instance, block, position, label, vals, seconds, "
-                "detail, command, output, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, s.mode, s.micro, group, s.instance, s.block, s.position, s.label,
-                 json.dumps(sample.values), sample.seconds, json.dumps(sample.detail), sample.command,
-                 sample.output, time.strftime("%Y-%m-%dT%H:%M:%S")))
+            self._insert("samples", {
+                "run_id": run_id, "mode": s.mode, "micro": s.micro, "grp": group, "instance": s.instance,
+                "block": s.block, "position": s.position, "label": s.label, "vals": json.dumps(sample.values),
+                "seconds": sample.seconds, "detail": json.dumps(sample.detail), "command": sample.command,
+                "output": sample.output, "created": time.strftime("%Y-%m-%dT%H:%M:%S")})
 
     def samples(self, run_id: int, mode: str | None = None, micro: str | None = None) -> list[StoredSample]:
         sql, args = "SELECT * FROM samples WHERE run_id = ?", [run_id]
@@ -310,21 +319,12 @@ class Store:
         Returns the run's id and how many samples were added; adding the same rows again adds none."""
         run = rows["run"]
         with self.db:
-            row = self.db.execute("SELECT id, identity, commands FROM runs WHERE name = ?", (run["name"],)).fetchone()
+            row = self._same_run(run["name"], json.loads(run["identity"]), "import it into another --store")
             if row is None:
-                run_id = self.db.execute(f"INSERT INTO runs ({', '.join(self.RUN_COLUMNS)}) VALUES "
-                                         f"({', '.join('?' * len(self.RUN_COLUMNS))})",
-                                         [run[c] for c in self.RUN_COLUMNS]).lastrowid
+                run_id = self._insert("runs", {c: run[c] for c in self.RUN_COLUMNS})
             else:
                 run_id = row["id"]
-                stored, incoming = json.loads(row["identity"]), json.loads(run["identity"])
-                differing = identity_difference(stored, incoming)
-                if differing:
-                    raise PgolabError(f"run {run['name']!r} is stored here with another identity: "
-                                      f"{', '.join(differing)} differ", hint="import it into another --store")
-                commands = json.loads(row["commands"])
-                commands += [c for c in json.loads(run["commands"]) if c not in commands]
-                self.db.execute("UPDATE runs SET commands = ? WHERE id = ?", (json.dumps(commands), run_id))
+                self._add_commands(row, json.loads(run["commands"]))
             for target in rows["targets"]:
                 have = self.db.execute("SELECT binary_digest FROM targets WHERE run_id = ? AND label = ?",
                                        (run_id, target["label"])).fetchone()
@@ -332,17 +332,15 @@ class Store:
                     raise PgolabError(f"target {target['label']!r} of run {run['name']!r} has binary "
                                       f"{target['binary_digest'][:12]} there and {have['binary_digest'][:12]} here",
                                       hint="one label, one binary: import it into another --store")
-                self.db.execute(f"INSERT OR IGNORE INTO targets (run_id, {', '.join(self.TARGET_COLUMNS)}) VALUES "
-                                f"(?, {', '.join('?' * len(self.TARGET_COLUMNS))})",
-                                [run_id, *(target[c] for c in self.TARGET_COLUMNS)])
+                self._insert("targets", {"run_id": run_id, **{c: target[c] for c in self.TARGET_COLUMNS}},
+                             "INSERT OR IGNORE")
             before = self.sample_count(run_id)
             for sample in rows["samples"]:
-                self.db.execute(f"INSERT OR IGNORE INTO samples (run_id, {', '.join(self.SAMPLE_COLUMNS)}) VALUES "
-                                f"(?, {', '.join('?' * len(self.SAMPLE_COLUMNS))})",
-                                [run_id, *(sample[c] for c in self.SAMPLE_COLUMNS)])
+                self._insert("samples", {"run_id": run_id, **{c: sample[c] for c in self.SAMPLE_COLUMNS}},
+                             "INSERT OR IGNORE")
             for block in rows["excluded"]:
-                self.db.execute("INSERT OR IGNORE INTO excluded VALUES (?, ?, ?, ?, ?, ?)",
-                                [run_id, *(block[c] for c in self.EXCLUDED_COLUMNS)])
+                self._insert("excluded", {"run_id": run_id, **{c: block[c] for c in self.EXCLUDED_COLUMNS}},
+                             "INSERT OR IGNORE")
             return run_id, self.sample_count(run_id) - before
 
     def sample_count(self, run_id: int) -> int:
@@ -350,8 +348,8 @@ class Store:
 
     def exclude(self, run_id: int, mode: str, micro: str, instance: int, block: int, reason: str) -> None:
         with self.db:
-            self.db.execute("INSERT OR IGNORE INTO excluded VALUES (?, ?, ?, ?, ?, ?)",
-                            (run_id, mode, micro, instance, block, reason))
+            self._insert("excluded", {"run_id": run_id, "mode": mode, "micro": micro, "instance": instance,
+                                      "block": block, "reason": reason}, "INSERT OR IGNORE")
 
     def excluded(self, run_id: int) -> dict[tuple[str, str, int, int], str]:
         return {(r["mode"], r["micro"], r["instance"], r["block"]): r["reason"]

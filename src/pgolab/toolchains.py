@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from . import paths
 from .errors import PgolabError
 from .profiles.clang import ClangProfile
 from .profiles.gcc import GccProfile
-from .runner import Runner
+from .runner import home_runner
 
 LLVM_VERSION = "16"
 
@@ -61,7 +60,7 @@ def probe_version(path: str, args: tuple[str, ...]) -> str:
         return "?"
     key = (path, args, st.st_ino, st.st_size, st.st_mtime_ns)
     if key not in _VERSIONS:
-        runner = Runner(paths.home() / "logs" / "toolchains.log")
+        runner = home_runner("toolchains")
         try:
             result = runner.run([path, *args], check=False, what=f"{Path(path).name} version", timeout=20)
         except (OSError, PgolabError):
@@ -153,7 +152,7 @@ class Toolchain:
     def native_avx512(self) -> list[str]:
         """The AVX-512 extensions `-march=native` turns on here (none on a CPU without them): code the
         compiler may then emit unguarded, which valgrind's callgrind cannot run."""
-        runner = Runner(paths.home() / "logs" / "toolchains.log")
+        runner = home_runner("toolchains")
         argv = self.family.native_features_argv(self)
         return sorted(self.family.avx512_of(runner.run(argv, check=False, what="what -march=native enables").output))
 

@@ -27,10 +27,9 @@ from .. import stats
 from ..errors import PgolabError
 from ..fleet import sysbench_argv
 from ..measurement import BenchOptions, FIGURES, Sample, Step
-from .. import paths
 from ..paths import chown_tree
 from ..document import Column, Table
-from ..runner import Runner, format_command
+from ..runner import format_command, home_runner
 from ..schedule import Plan
 from ..suite import Micro
 from .base import Measure
@@ -83,6 +82,11 @@ def entry_candidates(entry_points: dict[str, tuple["CostEntry", ...]],
         if all(len(entry.matches(names[label])) == 1 for label, entry in chosen.items()):
             candidates.append(chosen)
     return candidates
+
+
+def measured(a: "Analysis") -> bool:
+    """Whether the run holds cost samples (its tables and notes are there only then)."""
+    return any(k[0] == "instructions" for k in a.absolute)
 
 
 def branch_term_table(a: "Analysis") -> Table | None:
@@ -233,7 +237,7 @@ class CostMeasure(Measure):
     def identity(self) -> dict:
         # The simulation, not the machine: a cost run continues on any host with the same valgrind.
         return {"cost_method": {"cache_geometry": CACHE_GEOMETRY, "cycles": CYCLE_FORMULA,
-                                "valgrind": valgrind_version(Runner(paths.home() / "logs" / "valgrind-version.log"))}}
+                                "valgrind": valgrind_version(home_runner("valgrind-version"))}}
 
     def tolerance(self, options: BenchOptions) -> float:
         return options.cost_tolerance or DEFAULT_TOLERANCE
@@ -254,7 +258,7 @@ class CostMeasure(Measure):
 
     def tables(self, a: "Analysis") -> list[Table]:
         figs = [f for f in FIGURES if f.mode == self.key]
-        if not any(k[0] == "instructions" for k in a.absolute):
+        if not measured(a):
             return []
         columns = [Column("group", "group"), Column("micro", "microbenchmark"), Column("target", "target")]
         columns += [Column(f.key, f.unit) for f in figs]
@@ -270,7 +274,7 @@ class CostMeasure(Measure):
                 *filter(None, [branch_term_table(a)])]
 
     def notes(self, a: "Analysis") -> list[tuple[str, str]]:
-        if not any(k[0] == "instructions" for k in a.absolute):
+        if not measured(a):
             return []
         return [("Cost mode", f"Server under valgrind callgrind with cache and branch simulation "
                               f"({' '.join(CACHE_GEOMETRY)}), a fixed number of events per microbenchmark "

@@ -100,10 +100,15 @@ def object_files(build_dir: Path) -> list[Path]:
     return [p.relative_to(build_dir) for p in build_dir.rglob("*.o") if p.is_file()]
 
 
-def log_text(path: Path) -> str:
-    return path.read_text(errors="replace") if path.exists() else ""
+def log_text(path: Path, limit: int | None = None) -> str:
+    """A log's text ("" without one); with a limit, its last `limit` bytes (a long build's log)."""
+    if not path.exists():
+        return ""
+    if limit is None:
+        return path.read_text(errors="replace")
+    return path.read_bytes()[-limit:].decode(errors="replace")
 
 
-def int_after(pattern: str, text: str) -> int:
+def int_after(pattern: str, text: str, default: int | None = 0) -> int | None:
     m = re.search(pattern, text)
-    return int(m.group(1)) if m else 0
+    return int(m.group(1)) if m else default

@@ -12,14 +12,13 @@ the largest, is the profile.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import PgolabError
 from ..runner import Runner
 from ..toolchains import LLVM_VERSION, require, tool
-from .base import ConsumptionCheck
+from .base import ConsumptionCheck, int_after, log_text
 
 MERGED_FDATA = "merged.fdata"
 # Debian's bolt-16 looks for its instrumentation runtime under /usr/lib/ and is given a path
@@ -67,21 +66,16 @@ class BoltStats:
         return {**asdict(self), "matched_share": round(self.matched_share, 4)}
 
 
-def _int(pattern: str, text: str) -> int | None:
-    m = re.search(pattern, text)
-    return int(m.group(1)) if m else None
-
-
 def parse_stats(output: str) -> BoltStats:
     return BoltStats(
-        functions=_int(r"BOLT-INFO: \d+ out of (\d+) functions in the binary", output) or 0,
-        profiled=_int(r"BOLT-INFO: (\d+) out of \d+ functions in the binary", output) or 0,
-        stale=_int(r"BOLT-INFO: (\d+) \([\d.]+%\) functions? have invalid \(possibly stale\) profile", output) or 0,
-        reordered=_int(r"basic block reordering modified layout of (\d+) functions", output) or 0,
-        ignored_objects=_int(r"profile for (\d+) objects was ignored", output) or 0,
-        folded_functions=_int(r"ICF folded (\d+) out of", output) or 0,
-        hot_bytes=_int(r"splitting separates (\d+) hot bytes", output),
-        cold_bytes=_int(r"splitting separates \d+ hot bytes from (\d+) cold bytes", output),
+        functions=int_after(r"BOLT-INFO: \d+ out of (\d+) functions in the binary", output),
+        profiled=int_after(r"BOLT-INFO: (\d+) out of \d+ functions in the binary", output),
+        stale=int_after(r"BOLT-INFO: (\d+) \([\d.]+%\) functions? have invalid \(possibly stale\) profile", output),
+        reordered=int_after(r"basic block reordering modified layout of (\d+) functions", output),
+        ignored_objects=int_after(r"profile for (\d+) objects was ignored", output),
+        folded_functions=int_after(r"ICF folded (\d+) out of", output),
+        hot_bytes=int_after(r"splitting separates (\d+) hot bytes", output, None),
+        cold_bytes=int_after(r"splitting separates \d+ hot bytes from (\d+) cold bytes", output, None),
     )
 
 
@@ -135,7 +129,7 @@ class BoltProfile:
         return hashlib.sha256(path.read_bytes()).hexdigest()
 
     def check_used(self, build_dir: Path, profile_dir: Path, build_log: Path) -> ConsumptionCheck:
-        stats = parse_stats(log_tail(build_log))
+        stats = parse_stats(log_text(build_log, limit=2_000_000))
         return ConsumptionCheck("llvm-bolt's own statistics (profiled, stale and re-laid-out functions)",
                                 stats.functions, stats.profiled - stats.stale, stats.stale)
 
@@ -161,13 +155,6 @@ def is_fdata_line(line: str) -> bool:
 def fdata_total(path: Path) -> int:
     return sum(int(line.split()[-1]) for line in path.read_text(errors="replace").splitlines()
                if is_fdata_line(line))
-
-
-def log_tail(path: Path, limit: int = 2_000_000) -> str:
-    if not path.exists():
-        return ""
-    data = path.read_bytes()
-    return data[-limit:].decode(errors="replace")
 
 
 def bolt_profile(forks_backends: bool = False) -> BoltProfile:

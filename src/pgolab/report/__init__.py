@@ -34,8 +34,9 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
         raise PgolabError(f"run {run.name!r} has no target {base!r}",
                           hint=f"its targets: {', '.join(labels)}")
     measures = list(MEASURES.values())
-    a = analyse(store, run.id, base, labels, {m.key: m.tolerance(run.options) for m in measures}, run.host)
     samples = store.samples(run.id)
+    a = analyse(store, run.id, base, labels, {m.key: m.tolerance(run.options) for m in measures}, run.host,
+                samples)
     tables = [builds_table(a)]
     tables += [t for t in (series_table(a), groups_table(a), axis_summary_table(a), axes_table(a), modes_table(a),
                            model_agreement_table(a)) if t]

@@ -44,7 +44,8 @@ class PgoContext:
     profile_dir: Path             # the profile it reads: its training's, or its twin's
     instrumented_profile_dir: Path   # compiled into its instrumented build; a training redirects it
     first_profile: Path | None    # a context-sensitive build's: the profile its csgen build read
-    trains: bool                  # False for a _bolt build: its twin's training made the profile
+    trains: bool                  # False for a _bolt build (its twin made the profile) or one given a file
+    retrain_from: str             # the phase that made the profile, forgotten if the profile was written to
     sealed_digest: SealedDigest   # of the profile, checked (a refusal forgets the training that made it)
     build_log: Path               # the compile's log, where a profile mismatch is reported
     train: TrainingSpec
@@ -60,19 +61,19 @@ def pgo_phases(ctx: PgoContext) -> list[Phase]:
     spec = ctx.train
     if ctx.profile_file is not None:
         made = [Phase(PROFILE_IMPORT, f"profile from {ctx.profile_file.name} (no instrumented build, no training)",
-                      {"file": file_digest(ctx.profile_file)}, lambda: import_profile(ctx))]
-        first = PROFILE_IMPORT
-    else:
+                      lambda: {"file": file_digest(ctx.profile_file)}, lambda: import_profile(ctx))]
+    elif ctx.trains:
         made = [
             Phase("train", f"training run ({spec.label}, {spec.seconds}s)", spec.digest_input(), lambda: train(ctx)),
             Phase("merge", "profile merge and statistics", None, lambda: merge(ctx)),
-        ] if ctx.trains else []
-        first = "train"
+        ]
+    else:
+        made = []
     label = "context-sensitive instrumented" if ctx.compile.variant.writes_profile else "optimized"
     return [
         *made,
         *compile_phases(ctx.compile, label,
-                        profile_digest=lambda: ctx.sealed_digest(ctx.profile_dir, ctx.tool, first)),
+                        profile_digest=lambda: ctx.sealed_digest(ctx.profile_dir, ctx.tool, ctx.retrain_from)),
         Phase("check-profile", "check that the optimized build used the profile", None, lambda: check(ctx)),
     ]
 
