@@ -32,6 +32,13 @@ def need(program: str) -> None:
     pytest.skip(f"{program} is not installed: {fix} (scripts/setup-system.sh installs every tool)")
 
 
+def long_test(what: str):
+    """A test beyond CI's time budget: it runs on request (PGOLAB_LONG_TESTS=1), and its results are
+    committed with the command that ran it."""
+    return pytest.mark.skipif(os.environ.get("PGOLAB_LONG_TESTS") != "1",
+                              reason=f"{what}, beyond CI's budget: run with PGOLAB_LONG_TESTS=1")
+
+
 def write_empty_clang_profile(target: Path) -> None:
     """A real, empty merged clang profile: what a clang -fprofile-use configure needs to exist."""
     import subprocess

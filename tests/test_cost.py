@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from pgolab.targets.base import CostEntry
-from pgolab.measures.callgrind import Counts, function_names, new_files, output_files
+from pgolab.measures.callgrind import (Counts, function_names, guest_cpu, guest_cpu_from_diagnostics, new_files,
+                                       output_files)
 from pgolab.measures.counting import run_sysbench
 from pgolab.errors import PgolabError
 from pgolab.runner import Runner
@@ -85,3 +86,31 @@ def test_a_third_missed_start_or_any_other_failure_is_an_error(tmp_path):
     assert (tmp_path / "count").read_text().strip() == "3"
     with pytest.raises(PgolabError, match="failed .exit 2"):
         run_sysbench(runner, ["sh", "-c", "echo FATAL: no such table; exit 2"], "cost warm-up")
+
+
+DIAGNOSTICS = """dso.libc="libc.so.6"
+x86.cpu_features.basic.kind=0x1
+x86.cpu_features.basic.family=0x6
+x86.cpu_features.basic.model=0x3c
+x86.cpu_features.preferred.Prefer_No_AVX512=0x1
+x86.cpu_features.rep_movsb_threshold=0x2000
+uname.nodename="vm"
+"""
+
+
+def test_the_processor_glibc_sees_is_named_and_digested_from_its_feature_lines_only():
+    seen = guest_cpu_from_diagnostics(DIAGNOSTICS)
+    assert seen.startswith("family 0x6 model 0x3c, glibc's view ")
+    assert guest_cpu_from_diagnostics(DIAGNOSTICS.replace('"vm"', '"other-host"')) == seen, \
+        "the host's name is no part of it"
+    assert guest_cpu_from_diagnostics(DIAGNOSTICS.replace("0x2000", "0x840")) != seen, "a threshold is"
+    assert guest_cpu_from_diagnostics("").startswith("unknown")
+
+
+def test_under_valgrind_glibc_sees_valgrinds_processor_not_the_hosts(tmp_path):
+    need("valgrind")
+    seen = guest_cpu(Runner(tmp_path / "probe.log"))
+    host = Path("/proc/cpuinfo").read_text()
+    family = int(next(line for line in host.splitlines() if line.startswith("cpu family")).split(":")[1])
+    assert seen.startswith("family 0x") and f"family {family:#x} " not in seen or family == 6, seen
+    assert guest_cpu(Runner(tmp_path / "again.log")) == seen, "the same on every call"

@@ -24,12 +24,11 @@ from pgolab import debian, scratch, sources
 from pgolab.build import variant_dir
 from pgolab.runner import Runner
 
-from conftest import need
+from conftest import long_test, need
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(os.environ.get("PGOLAB_LONG_TESTS") != "1",
-                       reason="builds MariaDB twice (about 25 min here): run with PGOLAB_LONG_TESTS=1"),
+    long_test("builds MariaDB twice (about 25 min here)"),
 ]
 
 LABEL = "killtest"

@@ -1,17 +1,8 @@
 """Builds that are the same wherever they are built (issue 30): no path of the machine, no clock."""
 
-import json
 import os
-import shutil
-import subprocess
-import sys
 
-import pytest
-
-from pgolab import debian, reproducible
-from pgolab.runner import Runner
-
-from conftest import need
+from pgolab import reproducible
 
 
 def test_the_date_of_a_debian_changelog_is_the_build_date():
@@ -36,26 +27,3 @@ def test_paths_of_the_machine_are_mapped_to_stand_ins(tmp_path):
     flags = reproducible.prefix_map_flags(tmp_path / "src", tmp_path / "b")
     assert flags == [f"-ffile-prefix-map={tmp_path / 'src'}={reproducible.SOURCE_STANDIN}",
                      f"-ffile-prefix-map={tmp_path / 'b'}={reproducible.BUILD_STANDIN}"]
-
-
-@pytest.mark.slow
-def test_postgresql_built_in_two_homes_has_the_same_code(tmp_path):
-    """The same source copied to two places, built in two pgolab homes of different depths: the same
-    code size. Not yet one digest: postgres records its configure line and compile flags (pg_config),
-    which name the folders. Without ccache, so that neither build reuses the other's objects."""
-    need("apt-get")
-    tree = debian.fetch("postgresql", None, Runner(tmp_path / "source.log")).path
-    records = []
-    for where in (tmp_path / "one", tmp_path / "second" / "much" / "deeper"):
-        source = where / "source" / tree.name
-        shutil.copytree(tree, source, symlinks=True)     # copy2 keeps modification times
-        result = subprocess.run([sys.executable, "-m", "pgolab", "build", str(source), "--variant", "rel_o2nofp",
-                                 "--no-ccache", "--no-smoke", "--json"],
-                                env={**os.environ, "PGOLAB_HOME": str(where / "home")},
-                                capture_output=True, text=True)
-        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-        records.append(json.loads(result.stdout)[0])
-    one, other = records
-    assert one["server_binary"] != other["server_binary"]
-    assert one["binary_digest"] and other["binary_digest"]
-    assert one["code_bytes"] == other["code_bytes"], "the two homes compiled different code"

@@ -7,6 +7,7 @@ become the cost figures, and estimated cycles by one formula.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 from dataclasses import dataclass
@@ -92,6 +93,38 @@ def valgrind_version(runner: Runner) -> str:
         return runner.run(["valgrind", "--version"], check=False, what="valgrind version").output.strip()
     except PgolabError:
         return "not installed"
+
+
+# glibc's dynamic loader lists the processor's features as glibc read them (glibc 2.33 and later).
+LOADER = Path("/lib64/ld-linux-x86-64.so.2")
+
+
+def guest_cpu_from_diagnostics(text: str) -> str:
+    """`ld.so --list-diagnostics` reduced to what picks glibc's routines: the x86 feature words, the
+    preferences and the cache sizes and thresholds, named by the processor's family and model and
+    a digest of the whole."""
+    lines = sorted(line for line in text.splitlines() if line.startswith("x86.cpu_features."))
+    if not lines:
+        return "unknown (glibc lists no x86 features)"
+    basic = dict(line.removeprefix("x86.cpu_features.basic.").split("=", 1)
+                 for line in lines if line.startswith("x86.cpu_features.basic."))
+    digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+    return f"family {basic.get('family', '?')} model {basic.get('model', '?')}, glibc's view {digest}"
+
+
+def guest_cpu(runner: Runner) -> str:
+    """The processor as glibc sees it under valgrind: it picks glibc's string and memory routines,
+    and their thresholds come from its cache sizes. valgrind presents a processor of its own, not the
+    host's (on an AMD EPYC of family 25: an Intel family 6 model 0x3c), so a binary's counts compare
+    across hosts where valgrind presents the same one; that is what the run's identity records."""
+    if not LOADER.exists():
+        return f"unknown ({LOADER} is missing)"
+    try:
+        result = runner.run(["valgrind", "--tool=none", "-q", str(LOADER), "--list-diagnostics"], check=False,
+                            timeout=120, what="the processor glibc sees under valgrind", log_output=False)
+    except PgolabError:
+        return "unknown (valgrind is not installed)"
+    return guest_cpu_from_diagnostics(result.output)
 
 
 def valgrind_wrapper(out_dir: Path, entry_points: tuple[str, ...] | None) -> list[str]:

@@ -33,7 +33,7 @@ from ..runner import format_command, home_runner
 from ..schedule import Plan
 from ..suite import Micro
 from .base import Measure
-from .callgrind import (CACHE_GEOMETRY, CYCLE_FORMULA, MISPREDICT_CYCLES, Counts, function_names, valgrind_version,
+from .callgrind import (CACHE_GEOMETRY, CYCLE_FORMULA, MISPREDICT_CYCLES, Counts, function_names, guest_cpu, valgrind_version,
                         valgrind_wrapper)
 from .counting import Counted, counting_for
 
@@ -235,9 +235,11 @@ class CostMeasure(Measure):
                                        "without AVX-512) for cost mode")
 
     def identity(self) -> dict:
-        # The simulation, not the machine: a cost run continues on any host with the same valgrind.
+        # The simulation, not the machine: a cost run continues on any host with the same valgrind
+        # presenting the same processor to glibc.
         return {"cost_method": {"cache_geometry": CACHE_GEOMETRY, "cycles": CYCLE_FORMULA,
-                                "valgrind": valgrind_version(home_runner("valgrind-version"))}}
+                                "valgrind": valgrind_version(home_runner("valgrind-version")),
+                                "guest_cpu": guest_cpu(home_runner("valgrind-guest-cpu"))}}
 
     def tolerance(self, options: BenchOptions) -> float:
         return options.cost_tolerance or DEFAULT_TOLERANCE

@@ -41,6 +41,13 @@ def copt(flags: FlagSet) -> str:
     return " ".join(flags.compile + flags.link)
 
 
+# postgres records its link flags for pg_config (src/common's STD_LDFLAGS, as VAL_LDFLAGS), and COPT
+# is among them, so the prefix maps would put this machine's folders into the binary. src/common's
+# makefile already leaves them out of the recorded CFLAGS; this does the same for the link flags.
+# Passed on make's command line, the value replaces the makefile's and is expanded by make there.
+RECORDED_LDFLAGS = ("STD_LDFLAGS=$(filter-out -ffile-prefix-map=% -fdebug-prefix-map=% -fmacro-prefix-map=% "
+                    "-L$(top_builddir)/src/common -L$(top_builddir)/src/port,$(LDFLAGS))")
+
 
 def install_dirs(tree: Path) -> list[str]:
     """PostgreSQL 16 moved postgres.bki (initdb's catalog) from src/backend/catalog's install to
@@ -76,7 +83,7 @@ class PostgreSQLTarget:
         return [Cmd(argv, cwd=build_dir, what="configure")]
 
     def make_vars(self, flags: FlagSet) -> list[str]:
-        make_vars = [f"COPT={copt(flags)}"]
+        make_vars = [f"COPT={copt(flags)}", RECORDED_LDFLAGS]
         for key in ("AR", "RANLIB"):
             if key in flags.tools:
                 make_vars.append(f"{key}={flags.tools[key]}")
