@@ -13,6 +13,7 @@ taken as the instrument phase starts: the compile knows nothing of BOLT.
 from __future__ import annotations
 
 import filecmp
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,8 +78,22 @@ class BoltSteps:
         return {"instrumented_bytes": self.instrumented.stat().st_size}
 
     def train(self) -> dict:
-        return train_into(self.ctx, "final", "bolt-train", self.profile_dir, self.tool,
-                          server_binary=self.instrumented)
+        # A server finds its files relative to its own binary: PostgreSQL, configured for one fixed
+        # prefix wherever it is built, finds lib/ and share/ beside bin/. So the instrumented copy
+        # trains from beside the installed server, and goes when the training ends.
+        beside = self.beside_installed()
+        beside.unlink(missing_ok=True)
+        try:
+            os.link(self.instrumented, beside)
+        except OSError:
+            shutil.copy2(self.instrumented, beside)
+        try:
+            return train_into(self.ctx, "final", "bolt-train", self.profile_dir, self.tool, server_binary=beside)
+        finally:
+            beside.unlink(missing_ok=True)
+
+    def beside_installed(self) -> Path:
+        return self.ctx.installed.with_name(f".{self.ctx.installed.name}-bolt-instrumented")
 
     def merge(self) -> dict:
         result = self.tool.merge(self.profile_dir, self.ctx.runner("bolt-merge"))
@@ -100,6 +115,7 @@ class BoltSteps:
                               hint="the profile must come from this build's instrumented binary; "
                                    f"delete {self.dir} and build again")
         shutil.copy2(self.optimized, self.ctx.installed)
+        self.beside_installed().unlink(missing_ok=True)    # left by a training killed with SIGKILL
         self.ctx.reporter.message(f"BOLT: {stats.describe()}")
         return {"stats": stats.as_dict()}
 
