@@ -163,6 +163,7 @@ def test_the_smoke_stage_serves_queries_and_discards(tmp_path):
 FAKE_BOLT = """#!/bin/sh
 # llvm-bolt's shape: <input> -o <output> [options]; the output is the input, rewritten.
 { cat "$1"; echo " bolted"; } > "$3"
+chmod 777 "$3"
 echo "BOLT-INFO: 10 out of 20 functions in the binary (50.0%) have non-empty execution profile"
 echo "BOLT-INFO: basic block reordering modified layout of 5 functions"
 """
@@ -179,6 +180,7 @@ def test_bolt_copies_the_compiles_binary_first_and_keeps_it_across_its_own_insta
     installed = FakeTarget().server_binary(layout.install_dir)
     installed.parent.mkdir(parents=True)
     installed.write_bytes(b"linked server")
+    installed.chmod(0o755)
     reporter, servers = Reporter(), FakeServers()
     ctx = BoltContext(dir=layout.bolt_dir, installed=installed, tool=BoltProfile(str(fake), "merge-fdata"),
                       sealed_digest=lambda d, t, r: "digest", state_file=layout.state_file,
@@ -191,6 +193,7 @@ def test_bolt_copies_the_compiles_binary_first_and_keeps_it_across_its_own_insta
     assert steps.instrumented.read_bytes() == b"linked server bolted\n"
     assert steps.optimize()["stats"]["reordered"] == 5
     assert installed.read_bytes() == b"linked server bolted\n"
+    assert installed.stat().st_mode & 0o777 == 0o755, "the installed server keeps the compile's mode"
     steps.instrument()                                   # again alone: the input is still the compile's
     assert steps.input.read_bytes() == b"linked server"
     installed.write_bytes(b"linked server, compiled again")   # a new install: the input follows it

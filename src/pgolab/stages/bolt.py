@@ -75,6 +75,7 @@ class BoltSteps:
         runner = self.ctx.runner("bolt-instrument")
         runner.run([self.tool.llvm_bolt, str(self.input), "-o", str(self.instrumented),
                     *self.tool.generate_flags(self.profile_dir, self.dir)], what="llvm-bolt -instrument")
+        shutil.copymode(self.input, self.instrumented)
         return {"instrumented_bytes": self.instrumented.stat().st_size}
 
     def train(self) -> dict:
@@ -114,6 +115,9 @@ class BoltSteps:
             raise PgolabError(f"BOLT did not use the profile: {stats.describe()}", log=runner.log_path,
                               hint="the profile must come from this build's instrumented binary; "
                                    f"delete {self.dir} and build again")
+        # llvm-bolt creates its output with mode 0777 less the umask: the installed server keeps the
+        # compile's mode instead (0755), whatever umask pgolab runs under.
+        shutil.copymode(self.input, self.optimized)
         shutil.copy2(self.optimized, self.ctx.installed)
         self.beside_installed().unlink(missing_ok=True)    # left by a training killed with SIGKILL
         self.ctx.reporter.message(f"BOLT: {stats.describe()}")
