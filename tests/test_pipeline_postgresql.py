@@ -89,11 +89,23 @@ def wait_until_gone(under: Path, seconds: float = 120) -> list[str]:
     return postgres_processes(under)
 
 
+def start_logged(cmd: list[str], output: Path) -> subprocess.Popen:
+    """pgolab started in the background, its output kept: a test that expected it to go on shows why not."""
+    with output.open("w") as out:
+        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+
+
+def tail(output: Path) -> str:
+    return output.read_text(errors="replace")[-4000:]
+
+
 def kill_during(cmd: list[str], folder: Path, phase: str, log_name: str, marker: str) -> None:
     """Start the command, SIGKILL pgolab once `phase` has written `marker` to its log in this attempt."""
     log = folder / "logs" / log_name
     offset = log.stat().st_size if log.exists() else 0
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    output = Path(os.environ["PGOLAB_HOME"]) / "test-scratch" / f"killed-in-{folder.name}-{phase}.out"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    proc = start_logged(cmd, output)
     deadline = time.monotonic() + 2400
     while time.monotonic() < deadline and proc.poll() is None:
         if log.exists() and log.stat().st_size > offset:
@@ -102,7 +114,7 @@ def kill_during(cmd: list[str], folder: Path, phase: str, log_name: str, marker:
                 if marker in f.read():
                     break
         time.sleep(0.2)
-    assert proc.poll() is None, f"pgolab ended before {folder.name} {phase} started"
+    assert proc.poll() is None, f"pgolab ended before {folder.name} {phase} started:\n{tail(output)}"
     proc.kill()
     proc.wait()
     state = json.loads((folder / "state.json").read_text())
@@ -195,13 +207,11 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
                  "--out", str(tmp_path / "report"))
     # SIGKILL in the middle of the benchmark: no server may outlive pgolab, no step may be lost or doubled.
     output_log = tmp_path / "matrix-first.log"
-    with output_log.open("w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    proc = start_logged(cmd, output_log)
     deadline = time.monotonic() + 3600
     while time.monotonic() < deadline and proc.poll() is None and stored_samples(store) < 4:
         time.sleep(0.2)
-    assert proc.poll() is None, "the matrix ended before its benchmark stored 4 samples:\n" + \
-        output_log.read_text(errors="replace")[-4000:]
+    assert proc.poll() is None, f"the matrix ended before its benchmark stored 4 samples:\n{tail(output_log)}"
     proc.kill()
     proc.wait()
     from pgolab import paths
