@@ -115,8 +115,8 @@ class BoltSteps:
             raise PgolabError(f"BOLT did not use the profile: {stats.describe()}", log=runner.log_path,
                               hint="the profile must come from this build's instrumented binary; "
                                    f"delete {self.dir} and build again")
-        # llvm-bolt creates its output with mode 0777 less the umask: the installed server keeps the
-        # compile's mode instead (0755), whatever umask pgolab runs under.
+        # llvm-bolt 16 left its output at mode 0777 here (under umask 022): the installed server keeps
+        # the compile's mode instead.
         shutil.copymode(self.input, self.optimized)
         shutil.copy2(self.optimized, self.ctx.installed)
         self.beside_installed().unlink(missing_ok=True)    # left by a training killed with SIGKILL
