@@ -90,12 +90,17 @@ def pytest_unconfigure(config):
         shutil.rmtree(home, ignore_errors=True)
 
 
+def test_scratch() -> Path:
+    """Tests' own files inside the pgolab home, where the unprivileged server user can reach them
+    (pytest's tmp_path is private to root)."""
+    return Path(os.environ["PGOLAB_HOME"]) / "test-scratch"
+
+
 @pytest.fixture
 def server_tmp(request):
-    """A scratch directory that the unprivileged server user can reach (pytest's tmp_path
-    is private to root)."""
+    """A scratch directory of this test's that the unprivileged server user can reach."""
     import re
-    path = Path(os.environ["PGOLAB_HOME"]) / "test-scratch" / re.sub(r"\W", "_", request.node.name)
+    path = test_scratch() / re.sub(r"\W", "_", request.node.name)
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     path.chmod(0o755)

@@ -25,7 +25,7 @@ from pgolab.runner import Runner
 from pgolab.variants import parse
 from pgolab.workloads import parse_train
 
-from conftest import need
+from conftest import need, test_scratch
 
 TRAIN_SECONDS = 10
 
@@ -71,6 +71,11 @@ KILL_POINTS = [
 ]
 
 
+def other_home() -> Path:
+    """The second pgolab home the gcc test builds from its exported profile in."""
+    return Path(os.environ["PGOLAB_HOME"]) / "elsewhere"
+
+
 def home_strings(binary: Path, home: Path) -> set[str]:
     """The options whose values name `home` in the binary's strings (an option, or the string itself
     when no option names it): what would make two homes' builds differ."""
@@ -103,7 +108,7 @@ def kill_during(cmd: list[str], folder: Path, phase: str, log_name: str, marker:
     """Start the command, SIGKILL pgolab once `phase` has written `marker` to its log in this attempt."""
     log = folder / "logs" / log_name
     offset = log.stat().st_size if log.exists() else 0
-    output = Path(os.environ["PGOLAB_HOME"]) / "test-scratch" / f"killed-in-{folder.name}-{phase}.out"
+    output = test_scratch() / f"killed-in-{folder.name}-{phase}.out"
     output.parent.mkdir(parents=True, exist_ok=True)
     proc = start_logged(cmd, output)
     deadline = time.monotonic() + 2400
@@ -160,7 +165,7 @@ def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tr
     export = subprocess.run(pgolab("profile", "export", variant.name, "-o", str(exported)),
                             capture_output=True, text=True, timeout=600)
     assert export.returncode == 0, export.stdout + export.stderr
-    elsewhere = {**os.environ, "PGOLAB_HOME": str(home / "elsewhere")}
+    elsewhere = {**os.environ, "PGOLAB_HOME": str(other_home())}
     from_file = subprocess.run(pgolab("build", str(pg_tree.path), "--variant", variant.name, "--profile", str(exported),
                                       "--json"), capture_output=True, text=True, timeout=3000, env=elsewhere)
     assert from_file.returncode == 0, from_file.stdout + from_file.stderr
@@ -180,7 +185,8 @@ def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tr
 # The matrix subset CI runs covers every axis in two builds: gcc, -O3 and PGO in the base (the gcc
 # pipeline's build above, same training: found up to date, as CI time needs), and clang with
 # -O2 -fno-omit-frame-pointer, -march=native, LTO, PGO and BOLT in the other. Context-sensitive PGO
-# adds a second instrumented build and training (about 7 min here), beyond CI's budget: with
+# adds a second instrumented build and training (about 7 min here, from the phase times one run
+# printed; not kept), beyond CI's budget: with
 # PGOLAB_LONG_TESTS=1 the clang build is context-sensitive too (last result: docs/results/long-tests).
 WITH_CS = os.environ.get("PGOLAB_LONG_TESTS") == "1"
 MATRIX_BASE = "rel_pgo_use"
@@ -270,15 +276,17 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
 
 
 @pytest.mark.slow
-def test_cost_mode_on_postgresql_builds(pg_tree, tmp_path):
+def test_cost_mode_on_postgresql_builds(pg_tree, tmp_path, monkeypatch):
     """Cost mode on two PostgreSQL builds: the gcc PGO build of the test above, and the build from its
     exported profile in another home, given as a binary. Backends are forked per connection: their
     counts come from the files they write as they exit, collected only inside the per-message handlers."""
     from pgolab import bench, report, suite
     from pgolab.store import Store
     need("valgrind")
-    home = Path(os.environ["PGOLAB_HOME"])
-    imported = next((home / "elsewhere" / "builds").glob("*/rel_pgo_use/final/install/bin/postgres"))
+    from pgolab.record import BuildRecord
+    with monkeypatch.context() as m:
+        m.setenv("PGOLAB_HOME", str(other_home()))
+        imported = BuildRecord.find("rel_pgo_use", pg_tree.path).server_binary
     targets = bench.resolve_targets("rel_pgo_use", [], [f"imported={imported}"], pg_tree.path)
     store = Store(tmp_path / "results.sqlite")
     options = bench.BenchOptions(suite="quick", modes=("cost",), table_size=5000, cost_scale=0.25, cost_jobs=2)

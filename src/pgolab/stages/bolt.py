@@ -82,19 +82,13 @@ class BoltSteps:
         # A server finds its files relative to its own binary: PostgreSQL, configured for one fixed
         # prefix wherever it is built, finds lib/ and share/ beside bin/. So the instrumented copy
         # trains from beside the installed server, and goes when the training ends.
-        beside = self.beside_installed()
-        beside.unlink(missing_ok=True)
-        try:
-            os.link(self.instrumented, beside)
-        except OSError:
-            shutil.copy2(self.instrumented, beside)
+        beside = self.ctx.installed.with_name(f".{self.ctx.installed.name}-bolt-instrumented")
+        beside.unlink(missing_ok=True)      # left by a training killed with SIGKILL
+        os.link(self.instrumented, beside)  # both live in the build's folder: one file system
         try:
             return train_into(self.ctx, "final", "bolt-train", self.profile_dir, self.tool, server_binary=beside)
         finally:
             beside.unlink(missing_ok=True)
-
-    def beside_installed(self) -> Path:
-        return self.ctx.installed.with_name(f".{self.ctx.installed.name}-bolt-instrumented")
 
     def merge(self) -> dict:
         result = self.tool.merge(self.profile_dir, self.ctx.runner("bolt-merge"))
@@ -119,7 +113,6 @@ class BoltSteps:
         # the compile's mode instead.
         shutil.copymode(self.input, self.optimized)
         shutil.copy2(self.optimized, self.ctx.installed)
-        self.beside_installed().unlink(missing_ok=True)    # left by a training killed with SIGKILL
         self.ctx.reporter.message(f"BOLT: {stats.describe()}")
         return {"stats": stats.as_dict()}
 
