@@ -4,6 +4,7 @@ These check that measuring works and is stored exactly once; the statistics are 
 data (test_stats.py), never by asserting a live A/A outcome."""
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +26,11 @@ def debian_mariadb(label, binary=None):
     if binary:
         inst.server_binary = binary
     return bench.BenchTarget(label, "binary", inst, BinaryInfo(str(binary), "", "Debian mariadbd"))
+
+
+def stored_commands(store, run_id) -> dict[str, str]:
+    """Each stored sample's sysbench command line, by microbenchmark key."""
+    return dict(store.db.execute("SELECT micro, command FROM samples WHERE run_id = ?", (run_id,)).fetchall())
 
 
 @pytest.mark.slow
@@ -123,28 +129,70 @@ def test_a_resume_is_refused_after_a_target_binary_changed(tmp_path, server_tmp)
 
 
 @pytest.mark.slow
-def test_every_microbenchmark_of_the_full_catalog_runs(tmp_path):
+def test_every_microbenchmark_of_the_full_catalog_runs_on_two_tables_at_two_thread_counts(tmp_path):
     store = Store(tmp_path / "results.sqlite")
     options = bench.BenchOptions(suite="full", slice_seconds=1, instances=1, blocks=1, table_size=5000,
-                                 warmup_seconds=1)
+                                 warmup_seconds=1, tables=2, threads=(1, 2))
     run_id = bench.run_bench(store, "catalog", "a", [debian_mariadb("a")], options, "test")
     samples = store.samples(run_id)
-    assert {s.step.micro for s in samples} == {suite.key(m) for m in suite.FULL}
+    assert {s.step.micro for s in samples} == {suite.key(m) for m in suite.planned("full", (1, 2))}
     assert all(s.detail["queries"] > 0 for s in samples)
+    commands = stored_commands(store, run_id)
+    assert "--threads=2" in commands["point-1/hot-points@2t"] and "--tables=2" in commands["point-1/hot-points@2t"]
+    assert "--threads=1" in commands["writes/update-one@1t"]
 
 
 @pytest.mark.slow
-def test_short_suite_on_postgresql(tmp_path):
+def test_short_suite_on_postgresql_swept_over_two_thread_counts_on_two_tables(tmp_path):
     need("sysbench")
     targets = [bench.BenchTarget(l, "binary", PostgreSQLInstallation.system("15"), BinaryInfo("", "15", "")) for l in ("pg-a", "pg-b")]
     store = Store(tmp_path / "results.sqlite")
     options = bench.BenchOptions(suite="quick", instances=1, blocks=2, slice_seconds=1, table_size=5000,
-                                 warmup_seconds=1)
+                                 warmup_seconds=1, tables=2, threads=(1, 2))
     run_id = bench.run_bench(store, "pg", "pg-a", targets, options, "test")
     samples = store.samples(run_id)
-    assert len(samples) >= len(suite.QUICK) * 2 * 2 and all(s.values["qps"] > 0 for s in samples)
-    # The postmaster's reaped backends carry the CPU time.
+    assert len(samples) >= len(suite.QUICK) * 2 * 2 * 2 and all(s.values["qps"] > 0 for s in samples)
+    # The postmaster's reaped backends carry the CPU time, at each count.
     assert all(s.values["cpu_us"] > 0 for s in samples)
+    assert {suite.threads_of(s.step.micro) for s in samples} == {1, 2}
+    assert all("--tables=2" in c for c in stored_commands(store, run_id).values())
+    data = report.compute(store, "pg")
+    assert [(r["build"], r["threads"]) for r in data.table("threads").rows] == [
+        ("pg-a", 1), ("pg-a", 2), ("pg-b", 1), ("pg-b", 2)]
+    assert all(r["level"] > 0 for r in data.table("threads").rows)
+
+
+EXAMPLE_SQL = Path(__file__).parent.parent / "examples" / "insert-select.sql"
+SELECT_ONE_LUA = """function thread_init() drv = sysbench.sql.driver(); con = drv:connect() end
+function event() con:query("SELECT 1") end
+function thread_done() con:disconnect() end
+"""
+
+
+@pytest.mark.slow
+def test_own_microbenchmarks_run_in_both_measures_and_an_edited_file_is_another_run(tmp_path):
+    need("sysbench")
+    need("valgrind")
+    lua = tmp_path / "select-one.lua"
+    lua.write_text(SELECT_ONE_LUA)
+    targets = [bench.BenchTarget(l, "binary", PostgreSQLInstallation.system("15"), BinaryInfo("", "15", ""))
+               for l in ("pg-a", "pg-b")]
+    store = Store(tmp_path / "results.sqlite")
+    options = bench.BenchOptions(suite="none", modes=("qps", "cost"), own_micros=(str(EXAMPLE_SQL), str(lua)),
+                                 instances=1, blocks=2, slice_seconds=1, table_size=2000, warmup_seconds=1,
+                                 cost_scale=0.2, cost_write_repeats=2)
+    run_id = bench.run_bench(store, "own", "pg-a", targets, options, "test")
+    samples = store.samples(run_id)
+    for mode, figure in (("qps", "qps"), ("cost", "instructions")):
+        measured = {(s.step.micro, s.step.label) for s in samples if s.step.mode == mode and s.values[figure] > 0}
+        assert measured == {(k, l) for k in ("user/insert-select", "user/select-one") for l in ("pg-a", "pg-b")}
+    by = {(s.step.micro, s.step.mode): s.values for s in samples if s.step.label == "pg-a"}
+    # Three statements per event, 1,000 rows each insert: far more work per statement than SELECT 1.
+    assert by[("user/insert-select", "cost")]["instructions"] > 20 * by[("user/select-one", "cost")]["instructions"]
+    assert "user" in {r["group"] for r in report.compute(store, "own").table("groups").rows}
+    lua.write_text(SELECT_ONE_LUA.replace("SELECT 1", "SELECT 2"))
+    with pytest.raises(PgolabError, match="own_micros"):
+        bench.run_bench(store, "own", "pg-a", targets, options, "test")
 
 
 def test_a_base_named_by_no_target_is_a_built_variant(tmp_path, monkeypatch):

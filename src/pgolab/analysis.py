@@ -12,9 +12,9 @@ import numpy as np
 
 from . import labels as target_labels, stats
 from .host import Host
-from .measurement import FIGURES, Figure
+from .measurement import FIGURES, BenchOptions, Figure
 from .store import Store
-from .suite import GROUPS
+from .suite import GROUPS, threads_of
 from .variants import AxisPair, axis_pairs
 
 
@@ -41,6 +41,7 @@ class Analysis:
     # per figure key, the stored per-query values (micro, instance, block, label) -> value, excluded
     # blocks included: what the sensitivity checks re-estimate from
     values: dict[str, dict[tuple[str, int, int, str], float]] = field(default_factory=dict, repr=False)
+    options: BenchOptions | None = None     # what the run was asked to measure (threads, tables, pinning)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def estimates(self, figure: Figure, reference: str, label: str) -> stats.SuiteEstimates | None:
@@ -111,6 +112,14 @@ class Analysis:
     def micros_of(self, group: str) -> list[str]:
         return [m for m in self.micros if self.group_of[m] == group]
 
+    def thread_counts(self) -> list[int]:
+        """A thread sweep's counts, ascending (empty for a run of one count)."""
+        return sorted({t for t in map(threads_of, self.micros) if t is not None})
+
+    def micros_at(self, threads: int, keys: list[str] | None = None) -> list[str]:
+        """The tests of a sweep (or of `keys`) run at one thread count."""
+        return [m for m in (keys if keys is not None else self.micros) if threads_of(m) == threads]
+
 
 def series_pairs(labels: list[str]) -> list[tuple[str, str]]:
     """In a version series (labels `<server>-<version>:<variant>`, trees in the order given), each
@@ -125,7 +134,7 @@ def series_pairs(labels: list[str]) -> list[tuple[str, str]]:
 
 def analyse(store: Store, run_id: int, base: str, labels: list[str],
             tolerances: dict[str, float | None], host: Host | None = None,
-            samples: list | None = None) -> Analysis:
+            samples: list | None = None, options: BenchOptions | None = None) -> Analysis:
     """tolerances: per measure key, the repeatability bound its estimator adds (Measure.tolerance); a
     measure named there is analysed if the run holds its samples. samples: the run's, if the caller
     has them already."""
@@ -165,5 +174,5 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
                         pairs[(figure.key, reference, label)] = estimates
     return Analysis(base, variants, micros, group_of, suites, base_by_instance,
                     {k: float(np.mean(v)) for k, v in absolute.items()}, excluded, pairs, series, axes, host,
-                    {mode: tolerances[mode] for mode in tolerances if mode in measured}, stored)
+                    {mode: tolerances[mode] for mode in tolerances if mode in measured}, stored, options)
 

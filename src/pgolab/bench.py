@@ -33,7 +33,7 @@ def run_identity(server: str, base: str, targets: list[BenchTarget], digests: di
                  options: BenchOptions, host: Host, measures: list[Measure]) -> dict:
     """What a resumed run must match, key by key. The machine only if a measure's figures belong to
     it (wall clock): a cost-only run continues on another host (after `pgolab import`)."""
-    micros = [suite_mod.key(m) for m in suite_mod.suite(options.suite)]
+    micros = [suite_mod.key(m) for m in options.micros()]
     identity = {"server": server, "base": base, "suite": options.suite, "micros": micros,
                 "options": options.identity(), "targets": digests}
     if any(m.machine_bound for m in measures):
@@ -97,7 +97,7 @@ def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget]
         store.add_target(run_id, t.label, t.kind, str(t.installation.server_binary), digests[t.label],
                          t.description)
     fleet = fleet_factory(targets, paths.runs_dir() / run_name, options, base)
-    micros = list(suite_mod.suite(options.suite))
+    micros = list(options.micros())
     progress = Progress(0)
     try:
         fleet.prepare()

@@ -315,7 +315,8 @@ _DEFAULT = BenchOptions()
 STORE_OPTION = typer.Option(None, "--store", metavar="FILE", help="SQLite file (default in pgolab home)")
 
 BENCH_OPTIONS: list[tuple[str, type, object]] = [
-    ("suite", str, typer.Option(_DEFAULT.suite, "--suite", metavar="quick|full", help="quick or full")),
+    ("suite", str, typer.Option(_DEFAULT.suite, "--suite", metavar="quick|full|none",
+                                  help="quick, full, or none (only your --micro files)")),
     ("measure", str, typer.Option(",".join(_DEFAULT.modes), "--measure", metavar="qps,cost",
                                   help="qps, cost, or qps,cost (both, one stored run)")),
     ("slice_seconds", float, typer.Option(_DEFAULT.slice_seconds, "--seconds", metavar="SECONDS",
@@ -337,6 +338,13 @@ BENCH_OPTIONS: list[tuple[str, type, object]] = [
     ("cost_jobs", int, typer.Option(_DEFAULT.cost_jobs, "--cost-jobs", metavar="N",
                                     help="cost-mode servers measured at once (counts are simulated, so they do "
                                          "not disturb each other); default: one per CPU")),
+    ("threads", str, typer.Option(",".join(map(str, _DEFAULT.threads)), "--threads", metavar="N[,N...]",
+                                  help="sysbench threads; several (1,2,4,8) measure every test at each count")),
+    ("tables", int, typer.Option(_DEFAULT.tables, "--tables", metavar="N", help="sysbench tables")),
+    ("micro", List[str], typer.Option([], "--micro", metavar="FILE",
+                                      help="your own microbenchmark, run after the suite in group 'user': a "
+                                           "sysbench .lua script or a .sql file of statements run in order "
+                                           "(repeatable)")),
     ("table_size", int, typer.Option(_DEFAULT.table_size, "--table-size", metavar="ROWS",
                                      help="rows of each sysbench table")),
     ("binary", List[str], typer.Option([], "--binary", metavar="NAME=PATH",
@@ -367,12 +375,18 @@ def with_bench_options(command):
 
 
 def _bench_options(suite, measure, slice_seconds, instances, blocks, target_ci, max_instances, pair_budget,
-                   no_pin, cost_scale, cost_jobs, table_size):
+                   no_pin, cost_scale, cost_jobs, threads, tables, micro, table_size):
     from . import measurement
+    from .suite import parse_threads, user_micro_path, user_micros
+    if tables < 1 or table_size < 1:
+        raise PgolabError(f"--tables {tables} --table-size {table_size}: both must be at least 1",
+                          hint="e.g. --tables 8 --table-size 100000")
     return BenchOptions(suite=suite, modes=measurement.parse_modes(measure), slice_seconds=slice_seconds,
                         instances=instances, blocks=blocks, max_instances=max(max_instances, instances),
                         target_ci=_fraction(target_ci), pair_budget_s=pair_budget, pin=not no_pin,
-                        cost_scale=cost_scale, cost_jobs=cost_jobs, table_size=table_size)
+                        cost_scale=cost_scale, cost_jobs=cost_jobs, threads=parse_threads(threads),
+                        tables=tables, table_size=table_size,
+                        own_micros=tuple(str(user_micro_path(m)) for m in user_micros(tuple(micro))))
 
 
 def _step_display(progress: Progress, prefix: str = ""):
@@ -403,7 +417,6 @@ def bench_cmd(
     base: str = typer.Option(..., "--base", metavar="LABEL", help="the label every other target is compared with"),
     variant: List[str] = typer.Option([], "--variant", "-v", metavar="NAME",
                                       help="a variant built by pgolab (repeatable)"),
-    threads: int = typer.Option(1, "--threads", metavar="N", help="sysbench threads"),
     no_prepared: bool = typer.Option(False, "--no-prepared", help="plain queries instead of prepared statements"),
     server_option: List[str] = typer.Option([], "--server-option", metavar="OPTION",
                                             help="extra server option, same for all"),
@@ -421,7 +434,7 @@ def bench_cmd(
     if len(targets) < 2:
         raise PgolabError("bench needs at least two targets (the base and one to compare)",
                           hint="e.g. --base distro --binary distro=/usr/sbin/mariadbd --variant rel_o2nofp")
-    options = replace(options, threads=threads, prepared=not no_prepared, server_options=list(server_option))
+    options = replace(options, prepared=not no_prepared, server_options=list(server_option))
     store = Store(store_path)
     name = run_name or time.strftime("run-%Y%m%d-%H%M%S")
     console.print(f"run {name}; store {store.path}")

@@ -34,12 +34,23 @@ class Chart:
 
 
 @dataclass
+class LineChart:
+    """Levels against a numeric x per target (a thread sweep: queries per second against threads)."""
+    key: str
+    title: str
+    x_label: str
+    y_label: str
+    xs: list[float]
+    series: dict[str, list[float | None]]
+
+
+@dataclass
 class Report:
     title: str
     facts: list[str]
     tables: list[Table]
     notes: list[tuple[str, str]]
-    charts: list[Chart] = field(default_factory=list)
+    charts: list[Chart | LineChart] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
 
     def table(self, key: str) -> Table:

@@ -43,13 +43,18 @@ class BenchTarget:
         return f"{self.installation.server}-{'.'.join(parts) or 'unknown'}"
 
 
+def cpu_split(cpus: int) -> tuple[int, int] | None:
+    """How many of `cpus` CPUs the server and the client are pinned to (None: one CPU, no pinning)."""
+    return (cpus // 2, cpus - cpus // 2) if cpus >= 2 else None
+
+
 def cpu_sets() -> tuple[str, str] | None:
     """Disjoint CPU lists for the server and the client, or None on a single CPU."""
     cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2:
+    split = cpu_split(len(cpus))
+    if split is None:
         return None
-    half = len(cpus) // 2
-    return ",".join(map(str, cpus[:half])), ",".join(map(str, cpus[half:]))
+    return ",".join(map(str, cpus[:split[0]])), ",".join(map(str, cpus[split[0]:]))
 
 
 def sysbench_argv(micro: suite_mod.Micro, server: ServerProcess, options: BenchOptions, *,
@@ -58,7 +63,7 @@ def sysbench_argv(micro: suite_mod.Micro, server: ServerProcess, options: BenchO
     the same statements on the same rows."""
     argv = ["sysbench", *micro.argv(suite_mod.lua_dir()),
             *server.installation.sysbench_args(server.rundir, BENCH_DATABASE),
-            f"--tables={options.tables}", f"--table-size={options.table_size}", f"--threads={options.threads}",
+            f"--tables={options.tables}", f"--table-size={options.table_size}", f"--threads={micro.threads}",
             "--histogram=on", "--report-interval=0", f"--db-ps-mode={'auto' if options.prepared else 'disable'}",
             f"--rand-seed={seed}"]
     if events is not None:

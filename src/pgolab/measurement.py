@@ -8,12 +8,14 @@ steps run in which order; executors only measure.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
 from .errors import PgolabError
 from .stored import known_fields
+from . import suite as suite_mod
 from .suite import Micro
 
 
@@ -109,7 +111,7 @@ class BenchOptions:
     pair_budget_s: float | None = 120.0
     tables: int = 1
     table_size: int = 100_000
-    threads: int = 1
+    threads: tuple[int, ...] = (1,)   # sysbench threads; several make a thread sweep
     prepared: bool = True
     warmup_seconds: float = 2.0    # the microbenchmark itself, after every start, unmeasured
     pin: bool = True               # server and sysbench on disjoint CPUs
@@ -119,6 +121,7 @@ class BenchOptions:
     # cost-mode servers measured at once (simulated counts do not disturb each other): one per CPU
     cost_jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     server_options: list[str] = field(default_factory=list)
+    own_micros: tuple[str, ...] = ()   # the user's microbenchmark files (--micro), absolute paths
 
     # How the run is executed, not what it measures: a resume may change these.
     EXECUTION_ONLY = ("cost_jobs",)
@@ -127,7 +130,24 @@ class BenchOptions:
         return asdict(self)
 
     def identity(self) -> dict:
-        return {k: v for k, v in self.as_dict().items() if k not in self.EXECUTION_ONLY}
+        identity = {k: v for k, v in self.as_dict().items() if k not in self.EXECUTION_ONLY}
+        if len(self.threads) == 1:   # one count reads as runs stored before sweeps did, so they resume
+            identity["threads"] = self.threads[0]
+        # The user's files by name and content, not by path: the same statements continue a cost run
+        # on another machine; an edited file is another experiment. None: the key of runs before it.
+        identity.pop("own_micros")
+        if self.own_micros:
+            identity["own_micros"] = {m.name: hashlib.sha256(suite_mod.user_micro_path(m).read_bytes()).hexdigest()
+                                      for m in suite_mod.user_micros(self.own_micros)}
+        return identity
+
+    @property
+    def sweep(self) -> bool:
+        return len(self.threads) > 1
+
+    def micros(self) -> tuple[Micro, ...]:
+        """The run's microbenchmarks in run order (each test at each thread count)."""
+        return suite_mod.planned(self.suite, self.threads, self.own_micros)
 
     @classmethod
     def from_dict(cls, data: dict) -> "BenchOptions":
@@ -136,4 +156,9 @@ class BenchOptions:
         values = known_fields(cls, data)
         if "modes" in values:
             values["modes"] = tuple(values["modes"])
+        if "threads" in values:   # one int before thread sweeps
+            threads = values["threads"]
+            values["threads"] = tuple(threads) if isinstance(threads, (list, tuple)) else (int(threads),)
+        if "own_micros" in values:
+            values["own_micros"] = tuple(values["own_micros"])
         return cls(**values)

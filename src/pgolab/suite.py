@@ -10,13 +10,15 @@ data/pgolab_micro.lua.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
 from .errors import PgolabError
 
-GROUPS = ("point-1", "range-1", "range-2", "writes", "point-2")
+GROUPS = ("point-1", "range-1", "range-2", "writes", "point-2", "user")
+USER_GROUP = "user"     # the user's own microbenchmarks (--micro FILE), after the suite's
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class Micro:
     # that one measured run is some 100-300 million instructions whatever the microbenchmark.
     cost_events: int = 500
     after_writes: bool = False     # reads data the writes changed (point-2)
+    threads: int = 1               # sysbench threads (clients)
+    in_sweep: bool = False         # one of several thread counts of a run: its key names the count
 
     @property
     def state_dependent(self) -> bool:
@@ -40,7 +44,9 @@ class Micro:
         if self.script == "pgolab_micro":
             base = self.name.split("_")[0]
             return [str(lua_dir / "pgolab_micro.lua"), f"--micro={base}", *self.args]
-        return [self.script, *self.args]
+        if self.script == "pgolab_sql":
+            return [str(lua_dir / "pgolab_sql.lua"), *self.args]
+        return [self.script, *self.args]   # a stock script's name, or the path of a user's Lua script
 
 
 def lua_dir() -> Path:
@@ -103,7 +109,7 @@ QUICK_NAMES = {("point-query", "point-1"), ("random-points_range=100", "point-1"
                ("read-only_range=100", "range-2"), ("update-index", "writes"), ("write-only", "writes"),
                ("point-query", "point-2")}
 QUICK: tuple[Micro, ...] = tuple(m for m in FULL if (m.name, m.group) in QUICK_NAMES)
-SUITES = {"quick": QUICK, "full": FULL}
+SUITES = {"quick": QUICK, "full": FULL, "none": ()}   # none: only the user's own (--micro)
 
 
 def suite(name: str) -> tuple[Micro, ...]:
@@ -113,6 +119,78 @@ def suite(name: str) -> tuple[Micro, ...]:
         raise PgolabError(f"unknown suite {name!r}", hint=f"use one of: {', '.join(SUITES)}")
 
 
+# A user's statements are unknown: as many events as the suite's heavier tests under callgrind, and
+# repeated like the writes, since they may write (the suite's own reads ran before them).
+USER_COST_EVENTS = 100
+
+
+def user_micro(path_text: str) -> Micro:
+    """--micro FILE: a sysbench Lua script, or a .sql file of statements run in order as one event;
+    named by the file's stem, in the user group."""
+    path = Path(path_text).expanduser().absolute()
+    if not path.is_file():
+        raise PgolabError(f"--micro {path_text}: no such file", hint="give a .lua sysbench script or a .sql file")
+    if path.suffix == ".sql":
+        return Micro(path.stem, USER_GROUP, "pgolab_sql", (f"--sql-file={path}",), writes=True,
+                     cost_events=USER_COST_EVENTS)
+    if path.suffix == ".lua":
+        return Micro(path.stem, USER_GROUP, str(path), writes=True, cost_events=USER_COST_EVENTS)
+    raise PgolabError(f"--micro {path_text}: neither a .lua nor a .sql file",
+                      hint="give a sysbench Lua script (.lua) or a file of SQL statements (.sql)")
+
+
+def user_micro_path(m: Micro) -> Path:
+    return Path(m.args[0].split("=", 1)[1] if m.script == "pgolab_sql" else m.script)
+
+
+def user_micros(paths: tuple[str, ...]) -> tuple[Micro, ...]:
+    micros = tuple(user_micro(p) for p in paths)
+    names = [m.name for m in micros]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise PgolabError(f"--micro: two files named {', '.join(twice)}", hint="give each file its own name")
+    return micros
+
+
+def planned(name: str, threads: tuple[int, ...] = (1,), own: tuple[str, ...] = ()) -> tuple[Micro, ...]:
+    """A run's microbenchmarks in run order: each test of the suite at every thread count, the counts
+    of one test one after the other, so that the groups keep their order (reads before the writes);
+    the user's own (`own`: their files) last."""
+    sweep = len(threads) > 1
+    micros = tuple(replace(m, threads=t, in_sweep=sweep) for m in (*suite(name), *user_micros(own)) for t in threads)
+    if not micros:
+        raise PgolabError(f"suite {name!r} with no --micro file measures nothing",
+                          hint="give --micro FILE, or --suite quick or full")
+    return micros
+
+
+SWEEP_SUFFIX = re.compile(r"@(\d+)t$")
+
+
 def key(m: Micro) -> str:
-    """Unique within a suite: point queries appear in point-1 and point-2."""
-    return f"{m.group}/{m.name}"
+    """Unique within a run: point queries appear in point-1 and point-2, and a thread sweep runs each
+    test at every count (`point-1/point-query@4t`). A run of one count keeps the plain key, so runs
+    stored before sweeps existed resume."""
+    return f"{m.group}/{m.name}" + (f"@{m.threads}t" if m.in_sweep else "")
+
+
+def threads_of(key_text: str) -> int | None:
+    """The thread count a stored key names (a sweep's), or None (a run of one count)."""
+    match = SWEEP_SUFFIX.search(key_text)
+    return int(match.group(1)) if match else None
+
+
+def without_threads(key_text: str) -> str:
+    """The test a key names, whatever its thread count."""
+    return SWEEP_SUFFIX.sub("", key_text)
+
+
+def parse_threads(text: str) -> tuple[int, ...]:
+    """'1,2,4,8' -> (1, 2, 4, 8): ascending, each once."""
+    try:
+        counts = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        counts = []
+    if not counts or counts[0] < 1:
+        raise PgolabError(f"--threads takes one count or several, got {text!r}", hint="e.g. --threads 1 or --threads 1,2,4,8")
+    return tuple(counts)

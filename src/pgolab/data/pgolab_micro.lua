@@ -1,5 +1,6 @@
 -- pgolab's sysbench microbenchmarks that stock sysbench 1.0 does not ship.
--- Tables come from oltp_common (sbtest1 with PRIMARY KEY id and index k_1 on k).
+-- Tables come from oltp_common (sbtestN with PRIMARY KEY id and index k_1 on k). With --tables=N
+-- each thread prepares the statement on every table and each event picks one, as the stock scripts do.
 -- Usage: sysbench pgolab_micro.lua --micro=NAME [--inlist=100] [--range_size=100] run
 
 require("oltp_common")
@@ -12,21 +13,21 @@ sysbench.cmdline.options.hot_rows = {"Size of the hot set for hot-points", 100}
 -- none (no parameters).
 local MICRO = {
    ["hot-points"] = {kind = "inlist", keys = "hot",
-      sql = "SELECT id, k, c, pad FROM sbtest1 WHERE id IN (%s)"},
-   ["points-covered-pk"] = {kind = "inlist", sql = "SELECT id FROM sbtest1 WHERE id IN (%s)"},
-   ["points-notcovered-pk"] = {kind = "inlist", sql = "SELECT sum(length(c)) FROM sbtest1 WHERE id IN (%s)"},
-   ["points-covered-si"] = {kind = "inlist", sql = "SELECT count(id) FROM sbtest1 WHERE k IN (%s)"},
-   ["points-notcovered-si"] = {kind = "inlist", sql = "SELECT sum(length(c)) FROM sbtest1 WHERE k IN (%s)"},
-   ["range-covered-pk"] = {kind = "range", sql = "SELECT sum(id) FROM sbtest1 WHERE id BETWEEN ? AND ?"},
+      sql = "SELECT id, k, c, pad FROM {table} WHERE id IN (%s)"},
+   ["points-covered-pk"] = {kind = "inlist", sql = "SELECT id FROM {table} WHERE id IN (%s)"},
+   ["points-notcovered-pk"] = {kind = "inlist", sql = "SELECT sum(length(c)) FROM {table} WHERE id IN (%s)"},
+   ["points-covered-si"] = {kind = "inlist", sql = "SELECT count(id) FROM {table} WHERE k IN (%s)"},
+   ["points-notcovered-si"] = {kind = "inlist", sql = "SELECT sum(length(c)) FROM {table} WHERE k IN (%s)"},
+   ["range-covered-pk"] = {kind = "range", sql = "SELECT sum(id) FROM {table} WHERE id BETWEEN ? AND ?"},
    ["range-notcovered-pk"] = {kind = "range",
-      sql = "SELECT sum(length(c)) FROM sbtest1 WHERE id BETWEEN ? AND ?"},
-   ["range-covered-si"] = {kind = "range", sql = "SELECT sum(k) FROM sbtest1 WHERE k BETWEEN ? AND ?"},
+      sql = "SELECT sum(length(c)) FROM {table} WHERE id BETWEEN ? AND ?"},
+   ["range-covered-si"] = {kind = "range", sql = "SELECT sum(k) FROM {table} WHERE k BETWEEN ? AND ?"},
    ["range-notcovered-si"] = {kind = "range",
-      sql = "SELECT sum(length(c)) FROM sbtest1 WHERE k BETWEEN ? AND ?"},
-   ["read-only-count"] = {kind = "range", sql = "SELECT count(*) FROM sbtest1 WHERE id BETWEEN ? AND ?"},
-   ["scan"] = {kind = "none", sql = "SELECT count(*) FROM sbtest1 WHERE length(c) < 0"},
-   ["update-one"] = {kind = "one", sql = "UPDATE sbtest1 SET k = k + 1 WHERE id = ?"},
-   ["update-inlist"] = {kind = "inlist", sql = "UPDATE sbtest1 SET k = k + 1 WHERE id IN (%s)"},
+      sql = "SELECT sum(length(c)) FROM {table} WHERE k BETWEEN ? AND ?"},
+   ["read-only-count"] = {kind = "range", sql = "SELECT count(*) FROM {table} WHERE id BETWEEN ? AND ?"},
+   ["scan"] = {kind = "none", sql = "SELECT count(*) FROM {table} WHERE length(c) < 0"},
+   ["update-one"] = {kind = "one", sql = "UPDATE {table} SET k = k + 1 WHERE id = ?"},
+   ["update-inlist"] = {kind = "inlist", sql = "UPDATE {table} SET k = k + 1 WHERE id IN (%s)"},
 }
 
 function thread_init()
@@ -47,37 +48,48 @@ function thread_init()
    elseif spec.kind == "one" then
       n = 1
    end
-   stmt = con:prepare(sql)
-   params = {}
-   for j = 1, n do
-      params[j] = stmt:bind_create(sysbench.sql.type.INT)
-   end
-   if n > 0 then
-      stmt:bind_param(unpack(params))
+   stmts, params = {}, {}
+   for t = 1, sysbench.opt.tables do
+      stmts[t] = con:prepare((sql:gsub("{table}", "sbtest" .. t)))
+      params[t] = {}
+      for j = 1, n do
+         params[t][j] = stmts[t]:bind_create(sysbench.sql.type.INT)
+      end
+      if n > 0 then
+         stmts[t]:bind_param(unpack(params[t]))
+      end
    end
 end
 
 function thread_done()
-   stmt:close()
+   for t = 1, #stmts do
+      stmts[t]:close()
+   end
    con:disconnect()
 end
 
 function event()
    local kind = micro.kind
+   -- One table draws no number, so a one-table run keeps the row sequence of its seed.
+   local t = 1
+   if #stmts > 1 then
+      t = sysbench.rand.uniform(1, #stmts)
+   end
+   local p = params[t]
    if kind == "inlist" then
       local top = sysbench.opt.table_size
       if micro.keys == "hot" then
          top = sysbench.opt.hot_rows
       end
-      for j = 1, #params do
-         params[j]:set(sysbench.rand.default(1, top))
+      for j = 1, #p do
+         p[j]:set(sysbench.rand.default(1, top))
       end
    elseif kind == "range" then
       local first = sysbench.rand.default(1, sysbench.opt.table_size)
-      params[1]:set(first)
-      params[2]:set(first + sysbench.opt.range_size - 1)
+      p[1]:set(first)
+      p[2]:set(first + sysbench.opt.range_size - 1)
    elseif kind == "one" then
-      params[1]:set(1)
+      p[1]:set(1)
    end
-   stmt:execute()
+   stmts[t]:execute()
 end

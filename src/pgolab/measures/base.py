@@ -50,6 +50,10 @@ class Measure:
     def noise_lines(self, a: "Analysis", options: BenchOptions) -> list[str]:
         return []
 
+    def concurrency_line(self, options: BenchOptions, cores: int | None) -> str:
+        """How this measure ran more than one sysbench thread on the run's machine (`cores` CPUs)."""
+        return ""
+
     def comparisons_caveat(self, options: BenchOptions) -> str:
         """What the multiple-comparisons note must add about this measure's intervals."""
         return ""

@@ -275,6 +275,12 @@ class CostMeasure(Measure):
         return [Table("cost", "Cost per query (callgrind)", columns, rows, note=CYCLE_FORMULA),
                 *filter(None, [branch_term_table(a)])]
 
+    def concurrency_line(self, options: BenchOptions, cores: int | None) -> str:
+        # valgrind runs one thread at a time (its big lock): the counts are the work of the statements
+        # of every thread, with whatever waiting the serialisation makes, not a contention of CPUs.
+        return ("Cost: valgrind runs a server's threads one at a time, so a count at several threads is the "
+                "work their statements did, interleaved, not contention for CPUs.")
+
     def notes(self, a: "Analysis") -> list[tuple[str, str]]:
         if not measured(a):
             return []

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import stats
 from ..errors import PgolabError
-from ..fleet import Fleet, cpu_sets, sysbench_argv
+from ..fleet import Fleet, cpu_sets, cpu_split, sysbench_argv
 from ..measurement import BenchOptions, Sample, Step
 from ..processes import process_cpu_seconds
 from ..runner import format_command
@@ -94,6 +94,26 @@ class QpsMeasure(Measure):
 
     def executor(self, fleet, options: BenchOptions, labels: list[str]) -> QpsExecutor:
         return QpsExecutor(fleet, options, labels)
+
+    def concurrency_line(self, options: BenchOptions, cores: int | None) -> str:
+        split = cpu_split(cores) if options.pin and cores else None
+        if split is None:
+            where = (f"server and sysbench shared the machine's {cores or 'unrecorded number of'} CPU(s), unpinned")
+            crowded = [t for t in options.threads if cores and t > cores]
+            return (f"QPS: {where}." + (f" At {', '.join(map(str, crowded))} threads there were more server "
+                                        f"connections than CPUs." if crowded else ""))
+        server, client = split
+        lines = [f"QPS: the server was pinned to {server} of the machine's {cores} CPUs, sysbench to the other "
+                 f"{client}."]
+        for t in options.threads:
+            if t > server:
+                lines.append(f"At {t} thread{'s' if t > 1 else ''} the server's {t} connections shared {server} "
+                             f"CPU{'s' if server > 1 else ''} ({t / server:g} per CPU): the figures show the build "
+                             f"under more load than CPUs, not how it scales on a larger machine.")
+            else:
+                lines.append(f"At {t} thread{'s' if t > 1 else ''} each server connection could have a CPU of its "
+                             f"own.")
+        return " ".join(lines)
 
     def noise_lines(self, a: "Analysis", options: BenchOptions) -> list[str]:
         parts = []

@@ -14,10 +14,10 @@ from ..measures import MEASURES
 from ..store import Store
 from ..analysis import Analysis, analyse, series_pairs
 from ..document import Chart, Column, Report, Table
-from .notes import METHOD_NOTE, multiple_comparisons_note, noise_note
+from .notes import METHOD_NOTE, concurrency_note, multiple_comparisons_note, noise_note
 from .tables import (axes_table, axis_summary_table, bolt_summary, build_cost_table, builds_list_table,
                      builds_table, charts, excluded_table, groups_table, micro_table, model_agreement_table,
-                     modes_table, series_table, targets_table)
+                     modes_table, series_table, targets_table, threads_table)
 
 
 def compute(store: Store, run_ref: str | int | None, base: str | None = None) -> Report:
@@ -36,9 +36,9 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
     measures = list(MEASURES.values())
     samples = store.samples(run.id)
     a = analyse(store, run.id, base, labels, {m.key: m.tolerance(run.options) for m in measures}, run.host,
-                samples)
+                samples, run.options)
     tables = [builds_table(a)]
-    tables += [t for t in (series_table(a), groups_table(a), axis_summary_table(a), axes_table(a), modes_table(a),
+    tables += [t for t in (threads_table(a), series_table(a), groups_table(a), axis_summary_table(a), axes_table(a), modes_table(a),
                            model_agreement_table(a)) if t]
     micro = micro_table(a)
     tables.append(micro)
@@ -53,11 +53,26 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
     based = base if base == run.base else f"{base} (the run's own base: {run.base})"
     facts = [f"server {run.server}; base {based}; suite {run.suite}; measured {', '.join(run.options.modes)}; "
              f"{len(samples)} samples; status {run.status}",
+             f"sysbench: {workload_text(run.options)}",
              f"host: {run.host.describe()}"]
     notes = [("Method", METHOD_NOTE), ("Noise", noise_note(a, run.options, measures)),
              ("Multiple comparisons", multiple_comparisons_note(micro, run.options, measured))]
+    cores = run.host.cores if isinstance(run.host.cores, int) else None
+    concurrency = concurrency_note(run.options, measured, cores)
+    if concurrency:
+        notes.append(("Concurrency", concurrency))
     notes += [n for m in measures for n in m.notes(a)]
     return Report(f"pgolab run {run.name}", facts, tables, notes, charts(a), run.commands)
+
+
+def workload_text(options) -> str:
+    """What each test ran on: '1 table of 100,000 rows, threads 1, 2 and 4, prepared statements'."""
+    counts = [str(t) for t in options.threads]
+    threads = (f"threads {', '.join(counts[:-1])} and {counts[-1]}" if len(counts) > 1
+               else f"{counts[0]} thread{'s' if options.threads[0] > 1 else ''}")
+    tables = f"{options.tables} table{'s' if options.tables > 1 else ''}"
+    return (f"{tables} of {options.table_size:,} rows, {threads}, "
+            f"{'prepared statements' if options.prepared else 'plain queries'}")
 
 
 __all__ = ["Analysis", "Chart", "Column", "Report", "Table", "analyse", "bolt_summary", "builds_list_table",

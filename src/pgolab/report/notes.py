@@ -15,6 +15,13 @@ def noise_note(a: Analysis, options: BenchOptions, measures: list[Measure]) -> s
     return " ".join(parts) or "No repeated measurement: nothing can be said about noise."
 
 
+def concurrency_note(options: BenchOptions, measures: list[Measure], cores: int | None) -> str | None:
+    """Where a run's sysbench threads ran, per measure, when any test ran more than one."""
+    if max(options.threads) == 1:
+        return None
+    return " ".join(filter(None, (m.concurrency_line(options, cores) for m in measures)))
+
+
 def multiple_comparisons_note(micro: Table, options: BenchOptions, measures: list[Measure]) -> str:
     """Counts the verdicts of the per-microbenchmark table, each measure's apart, uncorrected and
     under Holm's correction."""

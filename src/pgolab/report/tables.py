@@ -16,7 +16,7 @@ from ..profiles.bolt import BoltStats
 from ..record import BuildRecord
 from ..store import StoredTarget
 from ..analysis import Analysis
-from ..document import Chart, Column, Table
+from ..document import Chart, Column, LineChart, Table
 
 
 def figure_name(a: Analysis, f: Figure) -> str:
@@ -247,6 +247,67 @@ def axis_summary_table(a: Analysis) -> Table | None:
                       "did, and each pair's interval in the per-axis table.")
 
 
+def swept_figure(a: Analysis) -> Figure | None:
+    """What a thread sweep's chart draws: queries per second if the run measured them, else the cost
+    model's cycles per query."""
+    present = a.present()
+    return next((f for f in (CLOCK_FIGURE, MODEL_FIGURE) if f in present), None)
+
+
+def sweep_level(a: Analysis, f: Figure, label: str, keys: list[str]) -> float | None:
+    """A target's level of one figure over `keys`: the geometric mean of its per-test means."""
+    values = [a.absolute[(f.key, k, label)] for k in keys if (f.key, k, label) in a.absolute]
+    return stats.geometric_mean(values) if values and len(values) == len(keys) else None
+
+
+def threads_table(a: Analysis) -> Table | None:
+    """A thread sweep: every build's ratios at each thread count (the suite's tests at that count),
+    and the level the chart draws, the base's included."""
+    counts = a.thread_counts()
+    if not counts:
+        return None
+    figs = a.headline()
+    level = swept_figure(a)
+    columns = [Column("build", "build"), Column("threads", "threads"), *ratio_columns(a, figs)]
+    if level:
+        columns.append(Column("level", f"{level.unit} (geometric mean of the tests)"))
+    rows = []
+    for label in [a.base, *a.labels]:
+        for t in counts:
+            keys = a.micros_at(t)
+            row = {"build": label, "threads": t}
+            for f in figs:
+                suite = a.suites.get((f.key, label))
+                present = [k for k in keys if suite and k in suite.micros]
+                e = suite.summary(present) if present else None
+                row[f.key], row[f"{f.key}_verdict"] = e, e.verdict() if e else None
+            if level:
+                row["level"] = sweep_level(a, level, label, keys)
+            rows.append(row)
+    return Table("threads", "Per build and thread count (geometric mean over the suite's tests at each count)",
+                 columns, rows, note="The base's rows give its level only. How the threads were placed on this "
+                                     "machine's CPUs is in the notes (Concurrency).")
+
+
+def sweep_charts(a: Analysis) -> list[LineChart]:
+    """A thread sweep: the level of each build against the thread count, one chart per group and one
+    over the whole suite."""
+    counts, f = a.thread_counts(), swept_figure(a)
+    if not counts or f is None:
+        return []
+    out = []
+    for group in [None, *a.groups()]:
+        keys = a.micros if group is None else a.micros_of(group)
+        series = {label: [sweep_level(a, f, label, a.micros_at(t, keys)) for t in counts]
+                  for label in [a.base, *a.labels]}
+        if any(v is not None for values in series.values() for v in values):
+            name = group or "suite"
+            title = f"{'every test' if group is None else group}: {f.unit} against threads"
+            out.append(LineChart(f"threads-{f.ratio_name}-{name}", title, "sysbench threads",
+                                 f.unit + ("" if a.is_model(f) else f" on {a.cpu()}"), counts, series))
+    return out
+
+
 def micro_table(a: Analysis) -> Table:
     figs = a.headline()
     columns = [Column("group", "group"), Column("micro", "microbenchmark"), Column("build", "build"),
@@ -381,8 +442,8 @@ def build_cost_table(targets: list[StoredTarget], base: str) -> Table | None:
                             "still run from there; moved ones leave dead copies), so its code size is larger.")
 
 
-def charts(a: Analysis) -> list[Chart]:
-    out = []
+def charts(a: Analysis) -> list[Chart | LineChart]:
+    out: list[Chart | LineChart] = sweep_charts(a)
     for f in a.present():
         if not f.chart:
             continue
