@@ -195,6 +195,29 @@ def test_own_microbenchmarks_run_in_both_measures_and_an_edited_file_is_another_
         bench.run_bench(store, "own", "pg-a", targets, options, "test")
 
 
+@pytest.mark.slow
+def test_tables_load_in_the_engine_asked_and_a_missing_engine_is_refused_with_what_adds_it(tmp_path):
+    lua = tmp_path / "select-one.lua"
+    lua.write_text(SELECT_ONE_LUA)
+    store = Store(tmp_path / "results.sqlite")
+    options = bench.BenchOptions(suite="none", own_micros=(str(lua),), instances=1, blocks=1, slice_seconds=1,
+                                 table_size=100, warmup_seconds=1, engine="aria")
+    run_id = bench.run_bench(store, "aria", "a", [debian_mariadb("a"), debian_mariadb("b")], options, "test")
+    assert len(store.samples(run_id)) == 2
+    # Aria keeps a table in .MAD and .MAI files (InnoDB: .ibd).
+    assert (bench.paths.runs_dir() / "aria" / "golden" / "sbtest" / "sbtest1.MAI").exists()
+    assert store.run("aria").identity["options"]["engine"] == "aria"
+    with pytest.raises(PgolabError, match="a has no storage engine rocksdb") as refused:
+        bench.run_bench(store, "rocks", "a", [debian_mariadb("a"), debian_mariadb("b")],
+                        bench.BenchOptions(**{**options.as_dict(), "engine": "rocksdb"}), "test")
+    assert "mariadb-plugin-rocksdb" in refused.value.hint
+    pg = [bench.BenchTarget(l, "binary", PostgreSQLInstallation.system("15"), BinaryInfo("", "15", ""))
+          for l in ("pg-a", "pg-b")]
+    with pytest.raises(PgolabError, match="pg-a has no storage engine myisam"):
+        bench.run_bench(store, "pg", "pg-a", pg, bench.BenchOptions(**{**options.as_dict(), "engine": "myisam"}),
+                        "test")
+
+
 def test_a_base_named_by_no_target_is_a_built_variant(tmp_path, monkeypatch):
     """`--base rel_o2nofp --variant rel_pgo_use` compares the two builds: the base need not be
     repeated as a --variant."""

@@ -341,6 +341,8 @@ BENCH_OPTIONS: list[tuple[str, type, object]] = [
     ("threads", str, typer.Option(",".join(map(str, _DEFAULT.threads)), "--threads", metavar="N[,N...]",
                                   help="sysbench threads; several (1,2,4,8) measure every test at each count")),
     ("tables", int, typer.Option(_DEFAULT.tables, "--tables", metavar="N", help="sysbench tables")),
+    ("engine", str, typer.Option(_DEFAULT.engine, "--engine", metavar="innodb|rocksdb|myisam|aria",
+                                 help="the tables' storage engine (MariaDB, MySQL); default: the server's")),
     ("micro", List[str], typer.Option([], "--micro", metavar="FILE",
                                       help="your own microbenchmark, run after the suite in group 'user': a "
                                            "sysbench .lua script or a .sql file of statements run in order "
@@ -375,7 +377,7 @@ def with_bench_options(command):
 
 
 def _bench_options(suite, measure, slice_seconds, instances, blocks, target_ci, max_instances, pair_budget,
-                   no_pin, cost_scale, cost_jobs, threads, tables, micro, table_size):
+                   no_pin, cost_scale, cost_jobs, threads, tables, engine, micro, table_size):
     from . import measurement
     from .suite import parse_threads, user_micro_path, user_micros
     if tables < 1 or table_size < 1:
@@ -385,7 +387,7 @@ def _bench_options(suite, measure, slice_seconds, instances, blocks, target_ci, 
                         instances=instances, blocks=blocks, max_instances=max(max_instances, instances),
                         target_ci=_fraction(target_ci), pair_budget_s=pair_budget, pin=not no_pin,
                         cost_scale=cost_scale, cost_jobs=cost_jobs, threads=parse_threads(threads),
-                        tables=tables, table_size=table_size,
+                        tables=tables, table_size=table_size, engine=engine.lower(),
                         own_micros=tuple(str(user_micro_path(m)) for m in user_micros(tuple(micro))))
 
 

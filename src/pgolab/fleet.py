@@ -21,6 +21,7 @@ from .record import TargetDescription
 from .runner import Runner
 from .server import ServerProcess, initialize_datadir
 from .paths import chown_tree
+from .errors import PgolabError
 
 BENCH_DATABASE = "sbtest"
 
@@ -86,6 +87,7 @@ class Fleet:
         self.rundirs: list[Path] = []
         self.golden: dict[str, Path] = {}   # data family -> its loaded data directory
         self.copied: set[tuple[str, str]] = set()   # (mode, label) copied from golden by this process
+        self.engine_checked: set[str] = set()
 
     def runner(self, label: str) -> Runner:
         return Runner(self.workdir / "logs" / f"{label}.log")
@@ -131,6 +133,9 @@ class Fleet:
                                wrapper=wrapper)
         server.start(timeout=timeout)
         self.servers[label] = server
+        if self.options.engine and label not in self.engine_checked:
+            check_engine(t, server, self.options.engine)
+            self.engine_checked.add(label)
         return server
 
     def stop(self, label: str | None = None) -> None:
@@ -154,6 +159,13 @@ class Fleet:
                 shutil.rmtree(rundir, ignore_errors=True)
 
 
+def check_engine(target: BenchTarget, server: ServerProcess, engine: str) -> None:
+    """A target whose server lacks the run's storage engine is refused, with what adds it."""
+    missing = target.installation.engine_missing(server, engine)
+    if missing:
+        raise PgolabError(f"{target.label} has no storage engine {engine}", hint=missing)
+
+
 def prepare_golden(base: BenchTarget, workdir: Path, options: BenchOptions, runner: Runner,
                    name: str = "golden") -> Path:
     """Load the data once, with the base server; every target starts from a copy."""
@@ -174,10 +186,14 @@ def prepare_golden(base: BenchTarget, workdir: Path, options: BenchOptions, runn
         with ServerProcess(inst, golden, rundir, runner, options=list(options.server_options),
                            env=dict(base.env)) as server:
             server.ensure_database(BENCH_DATABASE)
+            engine = []
+            if options.engine:
+                check_engine(base, server, options.engine)
+                engine = inst.engine_load_args(options.engine)
             runner.run(["sysbench", "oltp_read_only", *inst.sysbench_args(rundir, BENCH_DATABASE),
                         f"--tables={options.tables}", f"--table-size={options.table_size}", "--threads=1",
                         # Seeded: every data family's golden copy holds the same rows.
-                        "--rand-seed=1", "prepare"], what="sysbench prepare")
+                        "--rand-seed=1", *engine, "prepare"], what="sysbench prepare")
             for sql in inst.after_load_sql:
                 server.query(sql, database=BENCH_DATABASE, what="settle the loaded data")
     finally:

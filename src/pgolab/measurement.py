@@ -122,6 +122,7 @@ class BenchOptions:
     cost_jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     server_options: list[str] = field(default_factory=list)
     own_micros: tuple[str, ...] = ()   # the user's microbenchmark files (--micro), absolute paths
+    engine: str = ""                   # the tables' storage engine ("": the server's default)
 
     # How the run is executed, not what it measures: a resume may change these.
     EXECUTION_ONLY = ("cost_jobs",)
@@ -135,6 +136,8 @@ class BenchOptions:
             identity["threads"] = self.threads[0]
         # The user's files by name and content, not by path: the same statements continue a cost run
         # on another machine; an edited file is another experiment. None: the key of runs before it.
+        if not self.engine:
+            identity.pop("engine")     # the server's default: the key of runs before --engine
         identity.pop("own_micros")
         if self.own_micros:
             identity["own_micros"] = {m.name: hashlib.sha256(suite_mod.user_micro_path(m).read_bytes()).hexdigest()

@@ -211,3 +211,20 @@ class MariaDBInstallation:
 
     def version_sql(self) -> str:
         return "SELECT VERSION()"
+
+    # What adds an engine this server lacks: MariaDB builds MyRocks as a plugin (Debian packages it).
+    ENGINE_HINTS = {"rocksdb": "install mariadb-plugin-rocksdb (Debian) or build with -DPLUGIN_ROCKSDB=YES, and pass "
+                               "--server-option=--plugin-load-add=ha_rocksdb",
+                    "aria": "build with -DPLUGIN_ARIA=YES (MariaDB's default)"}
+
+    def engine_load_args(self, engine: str) -> list[str]:
+        """sysbench's prepare creates the tables in this storage engine."""
+        return [f"--mysql-storage-engine={engine}"]
+
+    def engine_missing(self, server, engine: str) -> str | None:
+        """None if the running server offers the engine, else what adds it."""
+        support = server.query(f"SELECT SUPPORT FROM information_schema.ENGINES WHERE ENGINE = '{engine}'",
+                               what=f"look for storage engine {engine}")
+        if support.upper() in ("YES", "DEFAULT"):
+            return None
+        return self.ENGINE_HINTS.get(engine.lower(), f"build {self.server} with the {engine} storage engine")

@@ -126,3 +126,6 @@ class MySQLInstallation(MariaDBInstallation):
 
     def user_args(self) -> list[str]:
         return ["--user=root"] if os.geteuid() == 0 else []
+
+    ENGINE_HINTS = {"rocksdb": "MySQL has no MyRocks (use Percona Server or MariaDB); MySQL offers innodb and myisam",
+                    "aria": "Aria is MariaDB's; MySQL offers innodb and myisam"}

@@ -215,5 +215,11 @@ class PostgreSQLInstallation:
         return [f"--db-driver={self.sysbench_driver}", f"--pgsql-host={rundir}", f"--pgsql-port={self.port}",
                 "--pgsql-user=postgres", f"--pgsql-db={database}"]
 
+    def engine_load_args(self, engine: str) -> list[str]:
+        return []
+
+    def engine_missing(self, server, engine: str) -> str | None:
+        return "PostgreSQL benchmarks its one table storage (heap) here: leave --engine out"
+
     def version_sql(self) -> str:
         return "SELECT version()"
