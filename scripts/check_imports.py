@@ -59,6 +59,8 @@ LAYERS: dict[str, int] = {
     # the bench side: steps and figures, the report's document model, the store, data and servers
     # of a run, the scheduler, the measures (qps, cost), run identity
     "measurement": 9, "document": 9,
+    # the load generators (sysbench, pgbench): their loads, command lines and reports
+    "clients": 9,
     "store": 10, "fleet": 10,
     "schedule": 11, "analysis": 11,
     "measures": 12,

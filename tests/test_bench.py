@@ -170,7 +170,7 @@ function thread_done() con:disconnect() end
 
 
 @pytest.mark.slow
-def test_own_microbenchmarks_run_in_both_measures_and_an_edited_file_is_another_run(tmp_path):
+def test_pgbench_scripts_and_own_microbenchmarks_run_in_both_measures_and_an_edited_file_is_another_run(tmp_path):
     need("sysbench")
     need("valgrind")
     lua = tmp_path / "select-one.lua"
@@ -178,18 +178,22 @@ def test_own_microbenchmarks_run_in_both_measures_and_an_edited_file_is_another_
     targets = [bench.BenchTarget(l, "binary", PostgreSQLInstallation.system("15"), BinaryInfo("", "15", ""))
                for l in ("pg-a", "pg-b")]
     store = Store(tmp_path / "results.sqlite")
-    options = bench.BenchOptions(suite="none", modes=("qps", "cost"), own_micros=(str(EXAMPLE_SQL), str(lua)),
+    options = bench.BenchOptions(suite="pgbench", modes=("qps", "cost"), own_micros=(str(EXAMPLE_SQL), str(lua)),
                                  instances=1, blocks=2, slice_seconds=1, table_size=2000, warmup_seconds=1,
                                  cost_scale=0.2, cost_write_repeats=2)
     run_id = bench.run_bench(store, "own", "pg-a", targets, options, "test")
     samples = store.samples(run_id)
     for mode, figure in (("qps", "qps"), ("cost", "instructions")):
         measured = {(s.step.micro, s.step.label) for s in samples if s.step.mode == mode and s.values[figure] > 0}
-        assert measured == {(k, l) for k in ("user/insert-select", "user/select-one") for l in ("pg-a", "pg-b")}
+        keys = ("pgbench/select-only", "pgbench/simple-update", "pgbench/tpcb-like", "user/insert-select",
+                "user/select-one")
+        assert measured == {(k, l) for k in keys for l in ("pg-a", "pg-b")}
     by = {(s.step.micro, s.step.mode): s.values for s in samples if s.step.label == "pg-a"}
     # Three statements per event, 1,000 rows each insert: far more work per statement than SELECT 1.
     assert by[("user/insert-select", "cost")]["instructions"] > 20 * by[("user/select-one", "cost")]["instructions"]
-    assert "user" in {r["group"] for r in report.compute(store, "own").table("groups").rows}
+    assert {"pgbench", "user"} <= {r["group"] for r in report.compute(store, "own").table("groups").rows}
+    # pgbench's commands: its own client, prepared statements, the run's seed per block.
+    assert "pgbench -h" in stored_commands(store, run_id)["pgbench/tpcb-like"]
     lua.write_text(SELECT_ONE_LUA.replace("SELECT 1", "SELECT 2"))
     with pytest.raises(PgolabError, match="own_micros"):
         bench.run_bench(store, "own", "pg-a", targets, options, "test")

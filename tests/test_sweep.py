@@ -1,4 +1,4 @@
-"""Thread sweeps and tables without servers: the plan, the stored keys, resuming a run stored before
+"""Thread sweeps, tables, pgbench's scripts and the user's own files without servers: the plan, the stored keys, resuming a run stored before
 sweeps, and the report's per-thread table, notes and chart from a fake measure."""
 
 import random
@@ -7,7 +7,8 @@ import pytest
 
 from pgolab import bench, report, suite
 from pgolab.errors import PgolabError
-from pgolab.fleet import cpu_split, sysbench_argv
+from pgolab.clients import Sysbench
+from pgolab.fleet import cpu_split
 from pgolab.measurement import BenchOptions, Sample
 from pgolab.measures.qps import QpsMeasure
 from pgolab.render import export
@@ -77,7 +78,7 @@ def test_sysbench_runs_each_test_at_its_own_count_and_table_count(tmp_path):
             def sysbench_args(rundir, database):
                 return []
     micro = suite.planned("quick", (1, 4))[1]
-    argv = sysbench_argv(micro, Server, BenchOptions(threads=(1, 4), tables=3), seconds=1)
+    argv = Sysbench().argv(micro, Server, BenchOptions(threads=(1, 4), tables=3), seconds=1)
     assert "--threads=4" in argv and "--tables=3" in argv
 
 
@@ -177,3 +178,40 @@ def test_two_micro_files_of_one_name_and_an_empty_run_are_refused(tmp_path):
         suite.user_micros((str(tmp_path / "same.sql"), str(tmp_path / "a" / "same.sql")))
     with pytest.raises(PgolabError, match="measures nothing"):
         BenchOptions(suite="none").micros()
+
+
+def test_pgbench_reports_read_as_statements_per_second(tmp_path):
+    from pathlib import Path
+    from pgolab.clients import Pgbench
+    text = (Path(__file__).parent / "data" / "pgbench-15-tpcb-like.txt").read_text()
+    result = Pgbench().parse(text)
+    # TPC-B (sort of): BEGIN, 3 UPDATEs, SELECT, INSERT, END per transaction.
+    assert result.transactions == 2517 and result.queries == 7 * 2517
+    assert result.qps == pytest.approx(7 * 2545.803218) and result.latency_ms == {"avg": 0.786}
+    assert not result.fatal
+    with pytest.raises(Exception, match="no pgbench summary"):
+        Pgbench().parse("pgbench: error: connection to server failed")
+
+
+def test_pgbench_runs_each_script_at_its_count_and_refuses_mysql_servers(tmp_path):
+    from pgolab.clients import Pgbench, pgbench_scale, needed
+    micro = suite.planned("pgbench", (1, 4))[1]
+    assert suite.key(micro) == "pgbench/select-only@4t" and micro.client == "pgbench"
+
+    class Server:
+        rundir = tmp_path
+
+        class installation:
+            port = 5433
+    argv = Pgbench().argv(micro, Server, BenchOptions(threads=(1, 4)), events=100)
+    assert argv[argv.index("-c") + 1] == "4" and argv[argv.index("-j") + 1] == "4"
+    assert argv[argv.index("-t") + 1] == "25" and argv[argv.index("-b") + 1] == "select-only"
+    assert pgbench_scale(BenchOptions(tables=8, table_size=100_000)) == 8
+    assert [c.name for c in needed(suite.planned("quick,pgbench"))] == ["sysbench", "pgbench"]
+
+    class MariaDB:
+        server, sysbench_driver = "mariadb", "mysql"
+    with pytest.raises(PgolabError, match="pgbench drives PostgreSQL only, not mariadb"):
+        Pgbench().check(MariaDB)
+    with pytest.raises(PgolabError, match="unknown suite 'pgbench2'"):
+        suite.suite("quick,pgbench2")

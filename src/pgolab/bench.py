@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from . import measures as measures_mod, paths, suite as suite_mod
+from . import clients, measures as measures_mod, paths, suite as suite_mod
 from .errors import PgolabError
 from .fleet import BenchTarget, Fleet
 from .host import Host
@@ -82,6 +82,9 @@ def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget]
     server = check_targets(base, targets)
     for measure in measures:
         measure.check_targets(targets)
+    for client in clients.needed(options.micros()):
+        for t in targets:
+            client.check(t.installation)
     if options.cost_tolerance is None:
         options = replace(options, cost_tolerance=max(t.installation.cost_repeatability for t in targets))
     # The base first: every order and table starts from it.

@@ -14,8 +14,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import scratch
-from . import suite as suite_mod
+from . import clients, scratch
+from .clients import BENCH_DATABASE
 from .measurement import BenchOptions
 from .record import TargetDescription
 from .runner import Runner
@@ -23,7 +23,6 @@ from .server import ServerProcess, initialize_datadir
 from .paths import chown_tree
 from .errors import PgolabError
 
-BENCH_DATABASE = "sbtest"
 
 
 @dataclass
@@ -56,25 +55,6 @@ def cpu_sets() -> tuple[str, str] | None:
     if split is None:
         return None
     return ",".join(map(str, cpus[:split[0]])), ",".join(map(str, cpus[split[0]:]))
-
-
-def sysbench_argv(micro: suite_mod.Micro, server: ServerProcess, options: BenchOptions, *,
-                  seconds: float | None = None, events: int | None = None, seed: int = 1) -> list[str]:
-    """A fixed --rand-seed (sysbench's default seeds from the clock): the targets of a block run
-    the same statements on the same rows."""
-    argv = ["sysbench", *micro.argv(suite_mod.lua_dir()),
-            *server.installation.sysbench_args(server.rundir, BENCH_DATABASE),
-            f"--tables={options.tables}", f"--table-size={options.table_size}", f"--threads={micro.threads}",
-            "--histogram=on", "--report-interval=0", f"--db-ps-mode={'auto' if options.prepared else 'disable'}",
-            f"--rand-seed={seed}"]
-    if events is not None:
-        argv += [f"--events={events}", "--time=0"]
-    else:
-        # sysbench 1.0 takes whole seconds only.
-        argv += [f"--time={max(int(round(seconds or 1)), 1)}"]
-    if not any(a.startswith("--rand-type") for a in micro.args):
-        argv.append("--rand-type=uniform")   # sysbench 1.0 defaults to 'special', a hot spot
-    return argv + ["run"]
 
 
 class Fleet:
@@ -186,14 +166,10 @@ def prepare_golden(base: BenchTarget, workdir: Path, options: BenchOptions, runn
         with ServerProcess(inst, golden, rundir, runner, options=list(options.server_options),
                            env=dict(base.env)) as server:
             server.ensure_database(BENCH_DATABASE)
-            engine = []
             if options.engine:
                 check_engine(base, server, options.engine)
-                engine = inst.engine_load_args(options.engine)
-            runner.run(["sysbench", "oltp_read_only", *inst.sysbench_args(rundir, BENCH_DATABASE),
-                        f"--tables={options.tables}", f"--table-size={options.table_size}", "--threads=1",
-                        # Seeded: every data family's golden copy holds the same rows.
-                        "--rand-seed=1", *engine, "prepare"], what="sysbench prepare")
+            for client in clients.needed(options.micros()):
+                runner.run(client.load_argv(inst, rundir, options), what=f"{client.name} load")
             for sql in inst.after_load_sql:
                 server.query(sql, database=BENCH_DATABASE, what="settle the loaded data")
     finally:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .errors import PgolabError
 
-GROUPS = ("point-1", "range-1", "range-2", "writes", "point-2", "user")
+GROUPS = ("point-1", "range-1", "range-2", "writes", "point-2", "pgbench", "user")
 USER_GROUP = "user"     # the user's own microbenchmarks (--micro FILE), after the suite's
 
 
@@ -32,7 +32,8 @@ class Micro:
     # that one measured run is some 100-300 million instructions whatever the microbenchmark.
     cost_events: int = 500
     after_writes: bool = False     # reads data the writes changed (point-2)
-    threads: int = 1               # sysbench threads (clients)
+    threads: int = 1               # client threads (sysbench's threads, pgbench's clients)
+    client: str = "sysbench"       # the load generator (clients.py): sysbench, or pgbench for its own scripts
     in_sweep: bool = False         # one of several thread counts of a run: its key names the count
 
     @property
@@ -109,14 +110,24 @@ QUICK_NAMES = {("point-query", "point-1"), ("random-points_range=100", "point-1"
                ("read-only_range=100", "range-2"), ("update-index", "writes"), ("write-only", "writes"),
                ("point-query", "point-2")}
 QUICK: tuple[Micro, ...] = tuple(m for m in FULL if (m.name, m.group) in QUICK_NAMES)
-SUITES = {"quick": QUICK, "full": FULL, "none": ()}   # none: only the user's own (--micro)
+# pgbench's built-in scripts (PostgreSQL): the read-only one before the two that write.
+PGBENCH: tuple[Micro, ...] = (
+    Micro("select-only", "pgbench", "pgbench", client="pgbench", cost_events=1000),
+    Micro("simple-update", "pgbench", "pgbench", client="pgbench", writes=True, cost_events=200),
+    Micro("tpcb-like", "pgbench", "pgbench", client="pgbench", writes=True, cost_events=150),
+)
+# none: only the user's own (--micro). Several join with commas: quick,pgbench.
+SUITES = {"quick": QUICK, "full": FULL, "pgbench": PGBENCH, "none": ()}
 
 
 def suite(name: str) -> tuple[Micro, ...]:
-    try:
-        return SUITES[name]
-    except KeyError:
-        raise PgolabError(f"unknown suite {name!r}", hint=f"use one of: {', '.join(SUITES)}")
+    """A suite by name, or several joined by commas (quick,pgbench), in the order named."""
+    parts = [p.strip() for p in name.split(",")]
+    unknown = [p for p in parts if p not in SUITES]
+    if unknown:
+        raise PgolabError(f"unknown suite {', '.join(map(repr, unknown))}",
+                          hint=f"use one of {', '.join(SUITES)}, or several joined by commas (quick,pgbench)")
+    return tuple(m for p in dict.fromkeys(parts) for m in SUITES[p])
 
 
 # A user's statements are unknown: as many events as the suite's heavier tests under callgrind, and

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import stats
 from ..errors import PgolabError
-from ..fleet import sysbench_argv
+from .. import clients
 from ..measurement import BenchOptions, FIGURES, Sample, Step
 from ..paths import chown_tree
 from ..document import Column, Table
@@ -189,10 +189,11 @@ class CostExecutor:
     def measure(self, micro: Micro, step: Step) -> Sample:
         server = self.fleet.servers[step.label]
         events, warmup = micro_events(micro, self.options.cost_scale)
-        warm_argv = sysbench_argv(micro, server, self.options, events=warmup, seed=step.block)
-        argv = sysbench_argv(micro, server, self.options, events=events, seed=step.block)
+        warm_argv = clients.of(micro).argv(micro, server, self.options, events=warmup, seed=step.block)
+        argv = clients.of(micro).argv(micro, server, self.options, events=events, seed=step.block)
         counted = self.counting[step.label].count(server, self.out_dirs[step.label], warm_argv, argv,
-                                                  f"sysbench {step.micro} (cost)")
+                                                  f"{clients.of(micro).name} {step.micro} (cost)",
+                                                  clients.of(micro).parse)
         method = self.method(step.label)
         require_counts(counted.counts, step.label, step.micro, method, counted.files)
         server.check_alive()

@@ -15,11 +15,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ..processes import child_pids
 from ..runner import CommandResult, Runner
 from ..server import ServerProcess
-from ..sysbench_output import parse
+from ..sysbench_output import SysbenchResult, parse as parse_sysbench
 from .callgrind import Counts, callgrind_control, new_files, output_files
 
 # sysbench 1.0 gives its worker threads a fixed 30 s to connect and prepare their statements, with no
@@ -77,7 +78,8 @@ class OneProcess:
     def window_method(self) -> str:
         return "window: all threads between zeroing and dumping the counters"
 
-    def count(self, server: ServerProcess, out: Path, warm_argv: list[str], argv: list[str], what: str) -> Counted:
+    def count(self, server: ServerProcess, out: Path, warm_argv: list[str], argv: list[str], what: str,
+              parse: Callable[[str], SysbenchResult] = parse_sysbench) -> Counted:
         # Warms the simulated caches and the server's own with the same statements.
         run_sysbench(server.runner, warm_argv, "cost warm-up")
         pid = server.proc.pid
@@ -116,7 +118,8 @@ class ForkedBackends:
     def window_method(self) -> str:
         return "window: every process that ended during the run (the backend's whole life, autovacuum workers too)"
 
-    def count(self, server: ServerProcess, out: Path, warm_argv: list[str], argv: list[str], what: str) -> Counted:
+    def count(self, server: ServerProcess, out: Path, warm_argv: list[str], argv: list[str], what: str,
+              parse: Callable[[str], SysbenchResult] = parse_sysbench) -> Counted:
         wait_for_backends(server.proc.pid, self.long_lived)
         # A first run absorbs one-off work (after writes: pruning, hint bits, index cleanup) that
         # would otherwise fall on the subtracted short run alone; seen here: long - short < 0.

@@ -15,13 +15,14 @@ import numpy as np
 
 from .. import stats
 from ..errors import PgolabError
-from ..fleet import Fleet, cpu_sets, cpu_split, sysbench_argv
+from .. import clients
+from ..fleet import Fleet, cpu_sets, cpu_split
 from ..measurement import BenchOptions, Sample, Step
 from ..processes import process_cpu_seconds
 from ..runner import format_command
 from ..schedule import Plan, start_order
 from ..suite import Micro
-from ..sysbench_output import SysbenchParseError, parse
+from ..sysbench_output import SysbenchParseError
 from .base import Measure
 
 if TYPE_CHECKING:
@@ -46,26 +47,27 @@ class QpsExecutor:
             self.fleet.start(label, self.mode, self.server_wrapper, [])
         for label in order:   # sysbench 1.0 has no --warmup-time
             server = self.fleet.servers[label]
-            argv = sysbench_argv(micro, server, self.options, seconds=self.options.warmup_seconds)
+            argv = clients.of(micro).argv(micro, server, self.options, seconds=self.options.warmup_seconds)
             server.runner.run([*self.client_wrapper, *argv], what="warm-up")
 
     def measure(self, micro: Micro, step: Step) -> Sample:
         server = self.fleet.servers[step.label]
         server.check_alive()
-        argv = [*self.client_wrapper, *sysbench_argv(micro, server, self.options, seconds=self.options.slice_seconds,
-                                                     seed=1000 * step.instance + step.block)]
+        client = clients.of(micro)
+        argv = [*self.client_wrapper, *client.argv(micro, server, self.options, seconds=self.options.slice_seconds,
+                                                   seed=1000 * step.instance + step.block)]
         user0, sys0 = process_cpu_seconds(server.proc.pid)
-        result = server.runner.run(argv, check=False, what=f"sysbench {step.micro}")
+        result = server.runner.run(argv, check=False, what=f"{client.name} {step.micro}")
         time.sleep(0.1)   # let the postmaster reap the finished backend so its CPU time is counted
         server.check_alive()
         user1, sys1 = process_cpu_seconds(server.proc.pid)
         try:
-            parsed = parse(result.output)
+            parsed = client.parse(result.output)
         except SysbenchParseError as exc:
-            raise PgolabError(f"sysbench {step.micro} on {step.label} gave no result: {exc}",
+            raise PgolabError(f"{client.name} {step.micro} on {step.label} gave no result: {exc}",
                               detail=result.output[-3000:], log=server.runner.log_path, hint=RESUME_HINT)
         if result.returncode != 0 or parsed.fatal or not parsed.queries:
-            raise PgolabError(f"sysbench {step.micro} on {step.label} failed (exit {result.returncode})",
+            raise PgolabError(f"{client.name} {step.micro} on {step.label} failed (exit {result.returncode})",
                               detail="\n".join(parsed.fatal) or result.output[-3000:],
                               log=server.runner.log_path, hint=RESUME_HINT)
         cpu = (user1 - user0) + (sys1 - sys0)
