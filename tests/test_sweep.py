@@ -1,8 +1,6 @@
 """Thread sweeps, tables, pgbench's scripts and the user's own files without servers: the plan, the stored keys, resuming a run stored before
 sweeps, and the report's per-thread table, notes and chart from a fake measure."""
 
-import random
-
 import pytest
 
 from pgolab import bench, report, suite
@@ -14,31 +12,16 @@ from pgolab.measures.qps import QpsMeasure
 from pgolab.render import export
 from pgolab.store import Store
 
-from test_measures import FakeFleet, fake_targets
+from test_measures import FakeExecutor, FakeFleet, fake_targets
 
 # b gains at 1 thread and loses at 4: a sweep must show both, not their mean only.
 SPEED = {("a", 1): 1000.0, ("b", 1): 1250.0, ("a", 4): 3000.0, ("b", 4): 2700.0}
 
 
-class SweepExecutor:
-    mode = "qps"
-    concurrency = 1
-
-    def __init__(self, fleet, options, labels):
-        self.random = random.Random(3)
-
-    def start_instance(self, micro, instance):
-        pass
-
+class SweepExecutor(FakeExecutor):
     def measure(self, micro, step):
         qps = SPEED[(step.label, micro.threads)] * self.random.gauss(1, 0.005)
         return Sample(step, {"qps": qps, "cpu_us": 1e6 / qps}, 0.0)
-
-    def stop_instance(self):
-        pass
-
-    def close(self):
-        pass
 
 
 class SweepQps(QpsMeasure):
