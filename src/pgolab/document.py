@@ -55,3 +55,9 @@ class Report:
 
     def table(self, key: str) -> Table:
         return next(t for t in self.tables if t.key == key)
+
+
+def words(items: list) -> str:
+    """How prose lists things: [2, 4, 8] -> '2, 4 and 8'."""
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"

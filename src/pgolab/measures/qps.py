@@ -23,6 +23,7 @@ from ..runner import format_command
 from ..schedule import Plan, start_order
 from ..suite import Micro
 from ..sysbench_output import SysbenchParseError
+from ..document import words
 from .base import Measure
 
 if TYPE_CHECKING:
@@ -105,16 +106,17 @@ class QpsMeasure(Measure):
             return (f"QPS: {where}." + (f" At {', '.join(map(str, crowded))} threads there were more server "
                                         f"connections than CPUs." if crowded else ""))
         server, client = split
+        own = [t for t in options.threads if t <= server]
+        shared = [t for t in options.threads if t > server]
         lines = [f"QPS: the server was pinned to {server} of the machine's {cores} CPUs, sysbench to the other "
                  f"{client}."]
-        for t in options.threads:
-            if t > server:
-                lines.append(f"At {t} thread{'s' if t > 1 else ''} the server's {t} connections shared {server} "
-                             f"CPU{'s' if server > 1 else ''} ({t / server:g} per CPU): the figures show the build "
-                             f"under more load than CPUs, not how it scales on a larger machine.")
-            else:
-                lines.append(f"At {t} thread{'s' if t > 1 else ''} each server connection could have a CPU of its "
-                             f"own.")
+        if own:
+            lines.append(f"At {words(own)} thread{'s' if own[-1] > 1 else ''} each server connection could have a "
+                         f"CPU of its own.")
+        if shared:
+            lines.append(f"At {words(shared)} threads the server's connections shared {server} CPU"
+                         f"{'s' if server > 1 else ''} ({words([f'{t / server:g}' for t in shared])} per CPU): those "
+                         f"figures show the build under more load than CPUs, not how it scales on a larger machine.")
         return " ".join(lines)
 
     def noise_lines(self, a: "Analysis", options: BenchOptions) -> list[str]:

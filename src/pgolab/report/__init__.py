@@ -13,7 +13,7 @@ from ..errors import PgolabError
 from ..measures import MEASURES
 from ..store import Store
 from ..analysis import Analysis, analyse, series_pairs
-from ..document import Chart, Column, Report, Table
+from ..document import Chart, Column, Report, Table, words
 from .notes import METHOD_NOTE, concurrency_note, multiple_comparisons_note, noise_note
 from .tables import (axes_table, axis_summary_table, bolt_summary, build_cost_table, builds_list_table,
                      builds_table, charts, excluded_table, groups_table, micro_table, model_agreement_table,
@@ -67,9 +67,8 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
 
 def workload_text(options) -> str:
     """What each test ran on: '1 table of 100,000 rows, threads 1, 2 and 4, prepared statements'."""
-    counts = [str(t) for t in options.threads]
-    threads = (f"threads {', '.join(counts[:-1])} and {counts[-1]}" if len(counts) > 1
-               else f"{counts[0]} thread{'s' if options.threads[0] > 1 else ''}")
+    threads = (f"threads {words(options.threads)}" if len(options.threads) > 1
+               else f"{options.threads[0]} thread{'s' if options.threads[0] > 1 else ''}")
     tables = f"{options.tables} table{'s' if options.tables > 1 else ''}"
     return (f"{tables} of {options.table_size:,} rows, {threads}, "
             f"{'prepared statements' if options.prepared else 'plain queries'}")
