@@ -189,11 +189,11 @@ class CostExecutor:
     def measure(self, micro: Micro, step: Step) -> Sample:
         server = self.fleet.servers[step.label]
         events, warmup = micro_events(micro, self.options.cost_scale)
-        warm_argv = clients.of(micro).argv(micro, server, self.options, events=warmup, seed=step.block)
-        argv = clients.of(micro).argv(micro, server, self.options, events=events, seed=step.block)
+        client = clients.of(micro)
+        warm_argv = client.argv(micro, server, self.options, events=warmup, seed=step.block)
+        argv = client.argv(micro, server, self.options, events=events, seed=step.block)
         counted = self.counting[step.label].count(server, self.out_dirs[step.label], warm_argv, argv,
-                                                  f"{clients.of(micro).name} {step.micro} (cost)",
-                                                  clients.of(micro).parse)
+                                                  f"{client.name} {step.micro} (cost)", client.parse)
         method = self.method(step.label)
         require_counts(counted.counts, step.label, step.micro, method, counted.files)
         server.check_alive()
