@@ -11,3 +11,7 @@ $P builds --markdown --server postgresql-15 > $OUT/builds.md
 $P bench --source "$S" --base rel_o2nofp --variant rel_lto_pgo_use_clang --threads 1,2,4,8 --suite quick \
   --micro examples/insert-select.sql --seconds 2 --instances 2 --blocks 2 \
   --run 'pg15-threads-{binaries}' --store $OUT/results.sqlite --out $OUT/report </dev/null > $OUT/report.txt
+# pgbench's built-in scripts on the same builds, a run of its own (added after the run above).
+$P bench --source "$S" --base rel_o2nofp --variant rel_lto_pgo_use_clang --threads 1,2,4,8 --suite pgbench \
+  --seconds 2 --instances 2 --blocks 2 \
+  --run 'pg15-pgbench-{binaries}' --store $OUT/results.sqlite --out $OUT/report-pgbench </dev/null > $OUT/report-pgbench.txt
