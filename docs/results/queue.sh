@@ -25,6 +25,20 @@ ORDER=(postgresql-15-matrix@cost mysql-9.7 mariadb-10.11-matrix version-series p
 # Entries named on the command line run (or, after --collect, are collected) instead, in that order:
 # a proof that fits one session, such as mariadb-10.11-bolt, is run by name and left out of ORDER, so
 # that a queue on a later new machine does not rebuild and measure it again.
+# Pause a running queue while you measure by hand, and let it go on after:
+#   bash docs/results/queue.sh --pause      (SIGSTOP to every process of its CPU cgroup)
+#   bash docs/results/queue.sh --resume     (SIGCONT)
+# Its low CPU share does not keep an idle build off the CPUs a QPS measurement leaves idle; a
+# stopped build holds its files and continues where it was.
+case "${1:-}" in
+  --pause|--resume)
+    sig=STOP; [ "$1" = --resume ] && sig=CONT
+    for procs in /sys/fs/cgroup/cpu/pgolab-queue/cgroup.procs /sys/fs/cgroup/pgolab-queue/cgroup.procs; do
+      [ -f "$procs" ] && xargs -r kill -s "$sig" < "$procs"
+    done
+    echo "queue: sent SIG$sig to $(cat /sys/fs/cgroup/cpu/pgolab-queue/cgroup.procs /sys/fs/cgroup/pgolab-queue/cgroup.procs 2>/dev/null | wc -l) process(es)"
+    exit 0;;
+esac
 COLLECT=; [ "${1:-}" = --collect ] && { COLLECT=1; shift; }
 [ $# -gt 0 ] && ORDER=("$@")
 FOLDERS=($(printf '%s\n' "${ORDER[@]%%@*}" | awk '!seen[$0]++'))
