@@ -198,3 +198,17 @@ def test_pgbench_runs_each_script_at_its_count_and_refuses_mysql_servers(tmp_pat
         Pgbench().check(MariaDB)
     with pytest.raises(PgolabError, match="unknown suite 'pgbench2'"):
         suite.suite("quick,pgbench2")
+
+
+def test_training_connections_reach_both_loads_and_name_the_training_only_when_asked():
+    from pgolab.workloads import parse_train
+    default = parse_train("mix,sysbench", 60)
+    # Builds trained before the option keep their digest: nothing about connections in it.
+    assert default.label == "mix,sysbench" and "connections" not in default.digest_input()
+    assert default.mix_options(30, "mix").connections == 4 and default.client_threads == 2
+    three = parse_train("mix,sysbench", 60, connections=3)
+    assert three.label == "mix,sysbench at 3 connections" and three.digest_input() != default.digest_input()
+    assert three.mix_options(30, "mix-noselect").connections == 3 and three.mix_options(30, "mix-noselect").no_select
+    assert three.client_threads == 3
+    with pytest.raises(PgolabError, match="--train-connections 0"):
+        parse_train("mix", 60, connections=0)

@@ -255,6 +255,9 @@ def build_cmd(
                               help="training loads, comma-separated: mix, mix-noselect, sysbench, none, script:PATH"),
     train_seconds: int = typer.Option(150, "--train-seconds", metavar="N", help="length of the training run (seconds)"),
     train_seed: int = typer.Option(1, "--train-seed", metavar="N", help="seed of the training mix"),
+    train_connections: Optional[int] = typer.Option(None, "--train-connections", metavar="N",
+                                                    help="connections of the training (the mix's and sysbench's); "
+                                                         "default: each load's own (mix 4, sysbench 2)"),
     server_config: Optional[Path] = typer.Option(None, "--server-config", metavar="FILE",
                                                  help="config file the trained server starts with"),
     jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j", metavar="N", help="parallel compile jobs"),
@@ -271,7 +274,8 @@ def build_cmd(
 ) -> None:
     """Build variants; a PGO variant runs the whole pipeline (instrument, train, merge, optimize)."""
     tree = _resolve_source(source_arg)
-    spec = parse_train(train, train_seconds, seed=train_seed, server_config=server_config)
+    spec = parse_train(train, train_seconds, seed=train_seed, server_config=server_config,
+                       connections=train_connections)
     parsed = [variants_mod.parse(v) for v in variant]
     if label and len(parsed) > 1:
         raise PgolabError("--label names one build", hint="give one --variant with --label")
@@ -482,6 +486,9 @@ def matrix_cmd(
                                   "(in a series: of the first source, or SERVER-VERSION:VARIANT)"),
     train: str = typer.Option("mix", "--train", metavar="LOADS", help="training load of every PGO and BOLT build"),
     train_seconds: int = typer.Option(150, "--train-seconds", metavar="N", help="length of the training run (seconds)"),
+    train_connections: Optional[int] = typer.Option(None, "--train-connections", metavar="N",
+                                                    help="connections of the training (the mix's and sysbench's); "
+                                                         "default: each load's own (mix 4, sysbench 2)"),
     jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j", metavar="N", help="parallel compile jobs"),
     run_name: Optional[str] = typer.Option(None, "--run", metavar="NAME",
                                            help="run name (default: matrix-SOURCE-SUITE-MODES); "
@@ -498,14 +505,15 @@ def matrix_cmd(
     stored run, and print the per-build and per-group tables with each build's cost. Run it again to continue."""
     from . import bench, matrix
     from .store import Store
+    train_spec = parse_train(train, train_seconds, connections=train_connections)
     if cluster:
-        _matrix_on_cluster(cluster, source_args, variants, bolt, base, parse_train(train, train_seconds), options,
+        _matrix_on_cluster(cluster, source_args, variants, bolt, base, train_spec, options,
                            run_name, jobs, binary, shard, store_path, out_dir)
         return
     trees = [_resolve_source(s) for s in source_args]
     share = matrix.parse_shard(shard) if shard else None
     request = matrix.MatrixRequest(
-        sources=trees, variants=matrix.choose(variants, bolt), base=base, train=parse_train(train, train_seconds),
+        sources=trees, variants=matrix.choose(variants, bolt), base=base, train=train_spec,
         options=options, run_name=run_name or matrix.default_run_name(trees, options, share),
         binaries=[bench.binary_target(b) for b in binary], jobs=jobs, shard=share)
     store = Store(store_path)

@@ -33,10 +33,22 @@ class TrainingSpec:
     threads: int = 2
     seed: int = 1
     server_config: Path | None = None
+    # --train-connections: the mix's connections and sysbench's threads; None keeps each load's own
+    # (mix 4, sysbench `threads`), so that builds trained before the option keep their digest.
+    connections: int | None = None
 
     @property
     def label(self) -> str:
-        return ",".join(self.loads)
+        loads = ",".join(self.loads)
+        return f"{loads} at {self.connections} connections" if self.connections else loads
+
+    @property
+    def client_threads(self) -> int:
+        return self.connections or self.threads
+
+    def mix_options(self, seconds: float, load: str) -> MixOptions:
+        extra = {"connections": self.connections} if self.connections else {}
+        return MixOptions(seconds=seconds, seed=self.seed, no_select=load == "mix-noselect", **extra)
 
     @property
     def seconds_each(self) -> int:
@@ -61,7 +73,8 @@ class TrainingSpec:
         return []
 
 
-def parse_train(value: str, seconds: int, *, seed: int = 1, server_config: Path | None = None) -> TrainingSpec:
+def parse_train(value: str, seconds: int, *, seed: int = 1, server_config: Path | None = None,
+                connections: int | None = None) -> TrainingSpec:
     loads = []
     for item in (v.strip() for v in value.split(",") if v.strip()):
         if item in BUILTIN_LOADS:
@@ -79,8 +92,10 @@ def parse_train(value: str, seconds: int, *, seed: int = 1, server_config: Path 
         raise PgolabError("no training load given", hint="e.g. --train mix")
     if server_config is not None and not server_config.is_file():
         raise PgolabError(f"server config file not found: {server_config}")
+    if connections is not None and connections < 1:
+        raise PgolabError(f"--train-connections {connections}: at least 1", hint="e.g. --train-connections 2")
     return TrainingSpec(tuple(loads), seconds, seed=seed,
-                        server_config=server_config.absolute() if server_config else None)
+                        server_config=server_config.absolute() if server_config else None, connections=connections)
 
 
 def sysbench_common(server: ServerProcess, spec: TrainingSpec) -> list[str]:
@@ -120,22 +135,21 @@ def run_load(server: ServerProcess, load: str, spec: TrainingSpec, runner: Runne
         server.query(inst.version_sql(), what="training (none): version query")
         return "none: version query"
     if load in ("mix", "mix-noselect"):
-        report = run_mix(server, MixOptions(seconds=seconds, seed=spec.seed, no_select=load == "mix-noselect"),
-                         runner)
+        report = run_mix(server, spec.mix_options(seconds, load), runner)
         return report.describe()
     server.ensure_database(TRAIN_DATABASE)
     common = sysbench_common(server, spec)
     if load == "sysbench":
-        runner.run(["sysbench", "oltp_read_write", *common, f"--threads={spec.threads}", "cleanup"],
+        runner.run(["sysbench", "oltp_read_write", *common, f"--threads={spec.client_threads}", "cleanup"],
                    what="sysbench cleanup", check=False)
-        runner.run(["sysbench", "oltp_read_write", *common, f"--threads={spec.threads}", "prepare"],
+        runner.run(["sysbench", "oltp_read_write", *common, f"--threads={spec.client_threads}", "prepare"],
                    what="sysbench prepare")
         # Point and range selects, index and non-index updates, deletes and inserts, with and
         # without prepared statements, then plain inserts.
         share = seconds // 3
-        runner.run(["sysbench", "oltp_read_write", *common, f"--threads={spec.threads}",
+        runner.run(["sysbench", "oltp_read_write", *common, f"--threads={spec.client_threads}",
                     f"--time={share}", "--report-interval=10", "run"], what="sysbench oltp_read_write")
-        runner.run(["sysbench", "oltp_read_write", *common, f"--threads={spec.threads}",
+        runner.run(["sysbench", "oltp_read_write", *common, f"--threads={spec.client_threads}",
                     "--db-ps-mode=disable", f"--time={share}", "--report-interval=10", "run"],
                    what="sysbench oltp_read_write (no prepared statements)")
         runner.run(["sysbench", "oltp_insert", *common, "--threads=1",
@@ -146,7 +160,7 @@ def run_load(server: ServerProcess, load: str, spec: TrainingSpec, runner: Runne
     if path.suffix == ".sql":
         server.query(path.read_text(), database=TRAIN_DATABASE, what=f"training script {path.name}")
     elif path.suffix == ".lua":
-        runner.run(["sysbench", str(path), *common, f"--threads={spec.threads}", f"--time={seconds}",
+        runner.run(["sysbench", str(path), *common, f"--threads={spec.client_threads}", f"--time={seconds}",
                     "run"], what=f"sysbench {path.name}")
     elif os.access(path, os.X_OK):
         env = {"PGOLAB_SERVER": inst.server, "PGOLAB_SOCKET": str(inst.socket(server.rundir)),
