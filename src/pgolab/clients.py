@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 BENCH_DATABASE = "sbtest"
 
 
+def whole_seconds(seconds: float | None) -> int:
+    """sysbench 1.0 and pgbench take whole seconds only: at least one."""
+    return max(int(round(seconds or 1)), 1)
+
+
 class Sysbench:
     name = "sysbench"
 
@@ -43,8 +48,7 @@ class Sysbench:
         if events is not None:
             argv += [f"--events={events}", "--time=0"]
         else:
-            # sysbench 1.0 takes whole seconds only.
-            argv += [f"--time={max(int(round(seconds or 1)), 1)}"]
+            argv += [f"--time={whole_seconds(seconds)}"]
         if not any(a.startswith("--rand-type") for a in micro.args):
             argv.append("--rand-type=uniform")   # sysbench 1.0 defaults to 'special', a hot spot
         return argv + ["run"]
@@ -91,7 +95,7 @@ class Pgbench:
         if events is not None:
             argv += ["-t", str(max(events // micro.threads, 1))]
         else:
-            argv += ["-T", str(max(int(round(seconds or 1)), 1))]
+            argv += ["-T", str(whole_seconds(seconds))]
         return argv + [BENCH_DATABASE]
 
     def parse(self, text: str) -> SysbenchResult:

@@ -134,19 +134,15 @@ class BenchOptions:
         identity = {k: v for k, v in self.as_dict().items() if k not in self.EXECUTION_ONLY}
         if len(self.threads) == 1:   # one count reads as runs stored before sweeps did, so they resume
             identity["threads"] = self.threads[0]
-        # The user's files by name and content, not by path: the same statements continue a cost run
-        # on another machine; an edited file is another experiment. None: the key of runs before it.
         if not self.engine:
             identity.pop("engine")     # the server's default: the key of runs before --engine
+        # The user's files by name and content, not by path: the same statements continue a cost run
+        # on another machine; an edited file is another experiment. None: the key of runs before it.
         identity.pop("own_micros")
         if self.own_micros:
             identity["own_micros"] = {m.name: hashlib.sha256(suite_mod.user_micro_path(m).read_bytes()).hexdigest()
                                       for m in suite_mod.user_micros(self.own_micros)}
         return identity
-
-    @property
-    def sweep(self) -> bool:
-        return len(self.threads) > 1
 
     def micros(self) -> tuple[Micro, ...]:
         """The run's microbenchmarks in run order (each test at each thread count)."""

@@ -157,8 +157,7 @@ def modes_table(a: Analysis) -> Table | None:
             row = {"group": group, "build": label}
             for f in figs:
                 suite = a.suites.get((f.key, label))
-                present = [k for k in a.micros_of(group) if suite and k in suite.micros]
-                row[f.key] = suite.summary(present) if present else None
+                row[f.key] = summary_over(suite, a.micros_of(group))
             rows.append(row)
     return Table("modes", "Per group: wall clock and cost side by side", columns, rows,
                  note="Geometric means over the group's microbenchmarks with 95% intervals; the per-group table "
@@ -247,6 +246,12 @@ def axis_summary_table(a: Analysis) -> Table | None:
                       "did, and each pair's interval in the per-axis table.")
 
 
+def summary_over(suite: stats.SuiteEstimates | None, keys: list[str]) -> stats.Estimate | None:
+    """A build's summary over those of `keys` it was measured on (a group's tests, a thread count's)."""
+    present = [k for k in keys if suite and k in suite.micros]
+    return suite.summary(present) if present else None
+
+
 def swept_figure(a: Analysis) -> Figure | None:
     """What a thread sweep's chart draws: queries per second if the run measured them, else the cost
     model's cycles per query."""
@@ -277,9 +282,7 @@ def threads_table(a: Analysis) -> Table | None:
             keys = a.micros_at(t)
             row = {"build": label, "threads": t}
             for f in figs:
-                suite = a.suites.get((f.key, label))
-                present = [k for k in keys if suite and k in suite.micros]
-                e = suite.summary(present) if present else None
+                e = summary_over(a.suites.get((f.key, label)), keys)
                 row[f.key], row[f"{f.key}_verdict"] = e, e.verdict() if e else None
             if level:
                 row["level"] = sweep_level(a, level, label, keys)
