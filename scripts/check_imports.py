@@ -74,6 +74,8 @@ LAYERS: dict[str, int] = {
     "matrix": 16, "quality": 16, "merge": 16,
     # a matrix on a Dask cluster: one task per build on the workers, merged here
     "cluster": 17,
+    # the search for the fastest build: rounds of matrices, read through the report's analysis
+    "best": 17,
     "cli": 18, "__main__": 18,
 }
 

@@ -41,6 +41,7 @@ PACKAGES=(
   build-essential cmake ninja-build bison flex pkg-config ccache dpkg-dev
   gcc g++ binutils
   clang-16 llvm-16 lld-16 bolt-16 libclang-rt-16-dev
+  clang-19 llvm-19 lld-19 bolt-19 libclang-rt-19-dev   # the _clang19 axis
   sysbench mariadb-server mariadb-client
   postgresql-15 postgresql-client-15
   valgrind procps xz-utils

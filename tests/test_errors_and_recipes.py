@@ -21,6 +21,24 @@ def test_missing_compiler_names_the_debian_package(monkeypatch):
     assert "apt-get install" in str(err.value) and "-16" in str(err.value)
     with pytest.raises(PgolabError, match="apt-get install gcc"):
         toolchains.toolchain("gcc")
+    with pytest.raises(PgolabError, match=r"clang-19 not found \(needed for clang-19 variants\)") as err:
+        toolchains.toolchain("clang19")
+    assert "apt-get install clang-19" in err.value.hint
+
+
+def test_an_axis_whose_toolchain_lacks_a_part_is_refused_naming_it(monkeypatch):
+    """LLVM 19 with its compiler but without BOLT 19 or its profile runtime: the build asks for each
+    part before it starts, and the refusal names that part's package."""
+    from pgolab.profiles.bolt import bolt_profile
+    present = {"clang-19", "clang++-19", "ld.lld-19", "llvm-ar-19", "llvm-profdata-19"}
+    monkeypatch.setattr(toolchains.shutil, "which", lambda p: f"/usr/bin/{p}" if p in present else None)
+    monkeypatch.setattr(toolchains.Path, "exists", lambda self: False)
+    with pytest.raises(PgolabError) as err:
+        toolchains.toolchain("clang19")
+    assert "apt-get install libclang-rt-19-dev" in err.value.hint
+    with pytest.raises(PgolabError) as err:
+        bolt_profile(llvm_version="19")
+    assert "llvm-bolt-19 not found" in str(err.value) and "apt-get install bolt-19" in err.value.hint
 
 
 def test_every_installed_program_reports_a_version():

@@ -190,7 +190,8 @@ def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tr
 # PGOLAB_LONG_TESTS=1 the clang build is context-sensitive too (last result: docs/results/long-tests).
 WITH_CS = os.environ.get("PGOLAB_LONG_TESTS") == "1"
 MATRIX_BASE = "rel_pgo_use"
-MATRIX_VARIANT = "rel_o2nofp_native_lto_pgo_use_cs_clang_bolt" if WITH_CS else "rel_o2nofp_native_lto_pgo_use_clang_bolt"
+# LLVM 19's whole pipeline (PGO, ThinLTO, BOLT 19) in CI; LLVM 16's context-sensitive one in the long run.
+MATRIX_VARIANT = "rel_o2nofp_native_lto_pgo_use_cs_clang_bolt" if WITH_CS else "rel_o2nofp_native_lto_pgo_use_clang19_bolt"
 
 
 def stored_samples(store_path: Path) -> int:
@@ -268,7 +269,11 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
         assert any(f.startswith("-fcs-profile-generate=") for f in record.flags["gen"]["compile"])
     else:
         assert not any(k.startswith("csgen-") for k in record.phases)
-    assert record.toolchain["clang"].startswith("16")
+    # One LLVM release for the compiler, the profile tools and BOLT.
+    clang, llvm, order = ("clang", "16", "hfsort+") if WITH_CS else ("clang 19", "19", "cdsort")
+    assert record.toolchain[clang].startswith(llvm) and record.toolchain[f"llvm-profdata{clang[5:]}"].startswith(llvm)
+    assert record.bolt["bolt-optimize"]["version"].startswith(llvm)
+    assert f"-reorder-functions={order}" in record.bolt["bolt-optimize"]["options"]
     stats = record.bolt["bolt-optimize"]["stats"]
     assert stats["reordered"] > 100 and stats["matched_share"] > 0.9 and stats["stale"] == 0
     assert "-Wl,--emit-relocs" in record.flags["final"]["link"]

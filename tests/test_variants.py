@@ -9,6 +9,8 @@ from pgolab.toolchains import Toolchain
 GCC = Toolchain("gcc", "gcc", "g++", "gcc-ar", "gcc-ranlib", "gcc-nm", None)
 CLANG = Toolchain("clang", "clang-16", "clang++-16", "llvm-ar-16", "llvm-ranlib-16", "llvm-nm-16",
                   "llvm-profdata-16")
+CLANG19 = Toolchain("clang19", "clang-19", "clang++-19", "llvm-ar-19", "llvm-ranlib-19", "llvm-nm-19",
+                    "llvm-profdata-19")
 PROFILE = Path("/abs/profile")
 BUILD = Path("/abs/build")
 
@@ -28,7 +30,9 @@ def test_every_name_maps_to_axes_and_back(variant):
 
 
 @pytest.mark.parametrize("bad", ["", "o2nofp", "rel_clang_lto", "rel_lto_lto", "rel_pgo_gen_pgo_use",
-                                 "rel_O2", "release", "rel_bolt_clang", "rel_pgo_gen_bolt", "rel_bolt_bolt"])
+                                 "rel_O2", "release", "rel_bolt_clang", "rel_pgo_gen_bolt", "rel_bolt_bolt",
+                                 "rel_clang_clang19", "rel_clang19_clang", "rel_clang18", "rel_clang19_lto",
+                                 "rel_pgo_use_partial_clang19"])
 def test_bad_names_are_refused_with_a_hint(bad):
     with pytest.raises(PgolabError) as err:
         variants.parse(bad)
@@ -184,6 +188,40 @@ def test_axis_pairs_are_the_builds_that_differ_in_one_axis_alone():
         ("context-sensitive PGO", "rel_lto_pgo_use_clang", "rel_lto_pgo_use_cs_clang"),
         ("BOLT", "rel_lto_pgo_use_clang", "rel_lto_pgo_use_clang_bolt"),
     ]   # rel_o2nofp -> rel_lto differs in two axes; _cs and _partial have no gcc or no-PGO twin; distro none
+
+
+def test_llvm_19_is_a_compiler_of_its_own_with_its_own_tools():
+    v = variants.parse("rel_lto_pgo_use_cs_clang19_bolt")
+    assert (v.compiler, v.lto, v.pgo, v.cs, v.bolt) == ("clang19", True, "use", True, True)
+    assert v.instrumented().name == "rel_lto_pgo_csgen_clang19"
+    use = variants.flags_for(variants.parse("rel_lto_pgo_use_clang19"), CLANG19, profile_dir=PROFILE,
+                             build_dir=BUILD)
+    assert use.tools == {"AR": "llvm-ar-19", "RANLIB": "llvm-ranlib-19", "NM": "llvm-nm-19"}
+    assert "-flto=thin" in use.compile and "-fuse-ld=lld" in use.link
+    from pgolab.toolchains import compiler_family
+    family = compiler_family("clang19")
+    assert family.placeholder().profdata == "llvm-profdata-19" and family.llvm_version == "19"
+    assert family.version_tools == ("clang 19", "clang++ 19", "lld 19", "llvm-profdata 19")
+    # LLVM 16's names stay as they were: the build records and digests of its builds do not change.
+    assert compiler_family("clang").version_tools == ("clang", "clang++", "lld", "llvm-profdata")
+    assert "rel_lto_pgo_use_clang19" in [x.name for x in variants.all_variants()]
+    assert "rel_lto_pgo_use_clang19" not in [x.name for x in variants.published()]
+
+
+def test_bolt_uses_the_release_of_the_build_s_llvm():
+    from pgolab.profiles.bolt import BoltProfile
+    b16 = BoltProfile("llvm-bolt-16", "merge-fdata-16")
+    b19 = BoltProfile("llvm-bolt-19", "merge-fdata-19", llvm_version="19")
+    assert "-reorder-functions=hfsort+" in b16.use_flags(PROFILE, BUILD)
+    assert "-reorder-functions=cdsort" in b19.use_flags(PROFILE, BUILD)
+    assert "--runtime-instrumentation-lib=llvm-19/lib/libbolt_rt_instr.a" in b19.generate_flags(PROFILE, BUILD)
+
+
+def test_llvm_19_pairs_with_its_llvm_16_twin():
+    labels = ["rel_lto_pgo_use", "rel_lto_pgo_use_clang", "rel_lto_pgo_use_clang19"]
+    assert [(p.axis, p.without, p.with_) for p in variants.axis_pairs(labels)] == [
+        ("clang", "rel_lto_pgo_use", "rel_lto_pgo_use_clang"),
+        ("LLVM 19", "rel_lto_pgo_use_clang", "rel_lto_pgo_use_clang19")]   # gcc -> LLVM 19 is two steps
 
 
 def test_axis_pairs_of_a_version_series_stay_within_a_tree():

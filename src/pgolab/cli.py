@@ -222,6 +222,13 @@ def source(server: str = typer.Argument(..., metavar="SERVER",
     out.print(str(tree.path))
 
 
+TRAIN_SECONDS_OPTION = typer.Option(150, "--train-seconds", metavar="N", help="length of the training run (seconds)")
+TRAIN_CONNECTIONS_OPTION = typer.Option(None, "--train-connections", metavar="N",
+                                        help="connections of the training (the mix's and sysbench's); "
+                                             "default: each load's own (mix 4, sysbench 2)")
+JOBS_OPTION = typer.Option(os.cpu_count() or 2, "--jobs", "-j", metavar="N", help="parallel compile jobs")
+
+
 @app.command("variants")
 def list_variants(all_: bool = typer.Option(False, "--all", help="every combination of the axes, "
                                                                   "not only the 20 published builds"),
@@ -253,14 +260,12 @@ def build_cmd(
                                       help="variant name (repeatable)"),
     train: str = typer.Option("mix", "--train", metavar="LOADS",
                               help="training loads, comma-separated: mix, mix-noselect, sysbench, none, script:PATH"),
-    train_seconds: int = typer.Option(150, "--train-seconds", metavar="N", help="length of the training run (seconds)"),
+    train_seconds: int = TRAIN_SECONDS_OPTION,
     train_seed: int = typer.Option(1, "--train-seed", metavar="N", help="seed of the training mix"),
-    train_connections: Optional[int] = typer.Option(None, "--train-connections", metavar="N",
-                                                    help="connections of the training (the mix's and sysbench's); "
-                                                         "default: each load's own (mix 4, sysbench 2)"),
+    train_connections: Optional[int] = TRAIN_CONNECTIONS_OPTION,
     server_config: Optional[Path] = typer.Option(None, "--server-config", metavar="FILE",
                                                  help="config file the trained server starts with"),
-    jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j", metavar="N", help="parallel compile jobs"),
+    jobs: int = JOBS_OPTION,
     cmake_arg: List[str] = typer.Option([], "--cmake-arg", metavar="ARG", help="extra configure argument (repeatable)"),
     no_ccache: bool = typer.Option(False, "--no-ccache", help="compile without ccache"),
     no_smoke: bool = typer.Option(False, "--no-smoke", help="skip starting and querying the built server"),
@@ -485,11 +490,9 @@ def matrix_cmd(
                              help="the build every other one is compared with "
                                   "(in a series: of the first source, or SERVER-VERSION:VARIANT)"),
     train: str = typer.Option("mix", "--train", metavar="LOADS", help="training load of every PGO and BOLT build"),
-    train_seconds: int = typer.Option(150, "--train-seconds", metavar="N", help="length of the training run (seconds)"),
-    train_connections: Optional[int] = typer.Option(None, "--train-connections", metavar="N",
-                                                    help="connections of the training (the mix's and sysbench's); "
-                                                         "default: each load's own (mix 4, sysbench 2)"),
-    jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j", metavar="N", help="parallel compile jobs"),
+    train_seconds: int = TRAIN_SECONDS_OPTION,
+    train_connections: Optional[int] = TRAIN_CONNECTIONS_OPTION,
+    jobs: int = JOBS_OPTION,
     run_name: Optional[str] = typer.Option(None, "--run", metavar="NAME",
                                            help="run name (default: matrix-SOURCE-SUITE-MODES); "
                                                 "{binaries} in it stands for the binaries' digest"),
@@ -524,6 +527,58 @@ def matrix_cmd(
     console.print(f"matrix: {len(result.builds)} builds ({sum(not b.up_to_date for b in result.builds)} built now) "
                   f"in {result.build_seconds / 60:.1f} min, benchmark {result.bench_seconds / 60:.1f} min")
     _show_run(store, result.run_id, out_dir, also=(result.timing_log,))
+
+
+@app.command("best")
+@with_bench_options
+def best_cmd(
+    source_arg: str = typer.Argument(..., metavar="SOURCE", help="as for pgolab build"),
+    start: str = typer.Option("rel_lto_pgo_use_clang", "--start", metavar="NAME",
+                              help="the build the search starts from (the published table's best)"),
+    min_gain: str = typer.Option("0%", "--min-gain", metavar="FRACTION",
+                                 help="keep an axis only if its whole interval of estimated cycles lies this "
+                                      "far beyond the build before it (e.g. 1% or 0.01)"),
+    budget: Optional[float] = typer.Option(None, "--budget", metavar="HOURS",
+                                           help="start no new round once the search's builds and runs took this "
+                                                "long (all invocations together)"),
+    no_confirm: bool = typer.Option(False, "--no-confirm", help="skip the QPS confirmation of the winner"),
+    train: str = typer.Option("mix", "--train", metavar="LOADS", help="training load of every PGO and BOLT build"),
+    train_seconds: int = TRAIN_SECONDS_OPTION,
+    train_connections: Optional[int] = TRAIN_CONNECTIONS_OPTION,
+    jobs: int = JOBS_OPTION,
+    run_name: Optional[str] = typer.Option(None, "--run", metavar="NAME",
+                                           help="prefix of the rounds' run names (default: best-SOURCE-SUITE)"),
+    *, options, binary, store_path, out_dir,
+) -> None:
+    """Search for the fastest build: from --start, add one axis at a time (cost mode), keep the cheapest
+    if it gains beyond --min-gain, then confirm the winner and the runner-up in QPS against the start and
+    every --binary (e.g. distro=/usr/sbin/mariadbd). --measure is not used: rounds are cost, the
+    confirmation QPS. Run it again to continue."""
+    from dataclasses import replace
+
+    from . import bench, best, matrix
+    from .render import export, print_terminal
+    from .store import Store
+    tree = _resolve_source(source_arg)
+    start_variant = variants_mod.parse(start)
+    request = matrix.MatrixRequest(
+        sources=[tree], variants=[start_variant], base=start, train=parse_train(train, train_seconds,
+                                                                                connections=train_connections),
+        options=replace(options, modes=("cost",)), run_name=run_name or f"best-{tree.label}-{options.suite}",
+        binaries=[bench.binary_target(b) for b in binary], jobs=jobs)
+    store = Store(store_path)
+    console.print(f"source: {tree.server} {tree.version}; search from {start}; store {store.path}")
+    with _progress_display() as progress:
+        rounds = best.MatrixRounds(request, store, RichMatrixProgress(progress), _command_line())
+        result = best.search(start_variant, rounds, min_gain=_fraction(min_gain) or 0.0, budget_hours=budget)
+        confirm_id = None if no_confirm else rounds.confirm(result)
+    confirm_name = store.run(confirm_id).name if confirm_id else None
+    path = best.path_report(result, f"{tree.server} {tree.version}", confirm_name)
+    print_terminal(path, out)
+    if out_dir:
+        export(path, out_dir / "path")
+    if confirm_id:
+        _show_run(store, confirm_id, out_dir)
 
 
 def _matrix_on_cluster(address, source_args, variants, bolt, base, train, options, run_name, jobs, binary, shard,
@@ -662,14 +717,14 @@ def profile_check_cmd(
     source_arg: str = typer.Argument(..., metavar="SOURCE", help="as for pgolab build"),
     variant: str = typer.Option(..., "--variant", "-v", metavar="NAME", help="a PGO variant, e.g. rel_pgo_use"),
     train: str = typer.Option("mix", "--train", metavar="LOADS", help="the training loads of that variant"),
-    train_seconds: int = typer.Option(150, "--train-seconds", metavar="N", help="length of the training run (seconds)"),
+    train_seconds: int = TRAIN_SECONDS_OPTION,
     train_seed: int = typer.Option(1, "--train-seed", metavar="N", help="seed of the training mix"),
     suite: str = typer.Option("quick", "--suite", metavar="quick|full",
                               help="benchmark suite run once on the instrumented build"),
     seconds: int = typer.Option(5, "--seconds", metavar="N", help="seconds per microbenchmark"),
     workload: Optional[str] = typer.Option(None, "--workload", metavar="LOADS",
                                            help="instead of the suite: loads as for --train (e.g. script:PATH)"),
-    jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j", metavar="N", help="parallel compile jobs"),
+    jobs: int = JOBS_OPTION,
     label: Optional[str] = typer.Option(None, "--label", metavar="NAME", help="the build's label, if it was given one"),
 ) -> None:
     """How well a training profile covers a benchmark: overlap and the hot functions it misses."""

@@ -26,6 +26,7 @@ from .phases import Reporter
 from .schedule import Progress
 from .sources import SourceTree
 from .store import Store
+from .toolchains import compiler_family
 from .variants import Variant
 from .workloads import TrainingSpec
 
@@ -58,9 +59,7 @@ def relative_cost(v: Variant) -> float:
         cost += 1.1
     if v.bolt:
         cost += 0.4
-    if v.compiler == "clang":
-        cost += 0.1
-    return cost
+    return cost + compiler_family(v.compiler).extra_build_cost
 
 
 def parse_shard(text: str) -> tuple[int, int]:

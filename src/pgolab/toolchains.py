@@ -20,7 +20,10 @@ from .profiles.clang import ClangProfile
 from .profiles.gcc import GccProfile
 from .runner import home_runner
 
+# The LLVM release of `_clang` builds and of BOLT on gcc builds; `_clang19` builds use LLVM 19
+# (Debian 12's main suite has both).
 LLVM_VERSION = "16"
+LLVM_VERSIONS = (LLVM_VERSION, "19")
 
 
 @dataclass(frozen=True)
@@ -75,23 +78,38 @@ def _short_version(line: str) -> str:
     return match.group(0) if match else line[:40]
 
 
-L = LLVM_VERSION
+def llvm_tool(name: str, version: str) -> str:
+    """The name pgolab gives one of an LLVM release's tools: the plain name for the default release
+    (build records and digests of LLVM 16 builds keep the names they had), `<name> <version>` for
+    another."""
+    return name if version == LLVM_VERSION else f"{name} {version}"
+
+
+def llvm_tools(v: str) -> tuple[Tool, ...]:
+    """The tools of one LLVM release, from Debian's versioned packages."""
+    return (
+        Tool(llvm_tool("clang", v), f"clang-{v}", f"clang-{v}", f"clang-{v} variants"),
+        Tool(llvm_tool("clang++", v), f"clang++-{v}", f"clang-{v}", f"clang-{v} variants"),
+        Tool(llvm_tool("lld", v), f"ld.lld-{v}", f"lld-{v}", f"clang-{v} linking and LTO"),
+        Tool(llvm_tool("llvm-ar", v), f"llvm-ar-{v}", f"llvm-{v}", f"clang-{v} LTO (static libraries)"),
+        # llvm-profdata 16 answers a bare --version with "Unknown command!"; its subcommands know it.
+        Tool(llvm_tool("llvm-profdata", v), f"llvm-profdata-{v}", f"llvm-{v}", f"clang-{v} PGO profile merge",
+             ("merge", "--version")),
+        Tool(llvm_tool("clang profile runtime", v),
+             f"/usr/lib/llvm-{v}/lib/clang/{v}/lib/linux/libclang_rt.profile-x86_64.a",
+             f"libclang-rt-{v}-dev", f"clang-{v} PGO instrumented builds"),
+        Tool(llvm_tool("llvm-bolt", v), f"llvm-bolt-{v}", f"bolt-{v}", f"BOLT {v} post-link layout"),
+        Tool(llvm_tool("merge-fdata", v), f"merge-fdata-{v}", f"bolt-{v}", f"BOLT {v} profile merge"),
+    )
+
+
 TOOLS: tuple[Tool, ...] = (
     Tool("gcc", "gcc", "gcc", "gcc variants"),
     Tool("g++", "g++", "g++", "gcc variants"),
     Tool("gcc-ar", "gcc-ar", "gcc", "gcc LTO (static libraries)"),
     Tool("gcc-ranlib", "gcc-ranlib", "gcc", "gcc LTO (static libraries)"),
     Tool("gcov-tool", "gcov-tool", "gcc", "gcc profile overlap"),
-    Tool("clang", f"clang-{L}", f"clang-{L}", "clang variants"),
-    Tool("clang++", f"clang++-{L}", f"clang-{L}", "clang variants"),
-    Tool("lld", f"ld.lld-{L}", f"lld-{L}", "clang linking and LTO"),
-    Tool("llvm-ar", f"llvm-ar-{L}", f"llvm-{L}", "clang LTO (static libraries)"),
-    # llvm-profdata 16 answers a bare --version with "Unknown command!"; its subcommands know it.
-    Tool("llvm-profdata", f"llvm-profdata-{L}", f"llvm-{L}", "clang PGO profile merge", ("merge", "--version")),
-    Tool("clang profile runtime", f"/usr/lib/llvm-{L}/lib/clang/{L}/lib/linux/libclang_rt.profile-x86_64.a",
-         f"libclang-rt-{L}-dev", "clang PGO instrumented builds"),
-    Tool("llvm-bolt", f"llvm-bolt-{L}", f"bolt-{L}", "BOLT post-link layout"),
-    Tool("merge-fdata", f"merge-fdata-{L}", f"bolt-{L}", "BOLT profile merge"),
+    *(t for v in LLVM_VERSIONS for t in llvm_tools(v)),
     Tool("cmake", "cmake", "cmake", "MariaDB and MySQL builds"),
     Tool("ninja", "ninja", "ninja-build", "MariaDB and MySQL builds"),
     Tool("make", "make", "make", "PostgreSQL builds"),
@@ -167,6 +185,9 @@ class CompilerFamily(Protocol):
     bolt_flags: tuple[str, ...]    # compile flags a binary BOLT rewrites needs
     partial_training_flags: tuple[str, ...]   # the `_partial` axis (only gcc has one)
     cs_generate_flag: str | None              # the `_cs` axis's second instrumentation (only clang)
+    llvm_version: str             # the LLVM release of its BOLT (and, for clang, of everything)
+    links_with_lld: bool
+    extra_build_cost: float       # a build's cost beyond gcc's, in plain gcc builds (matrix scheduling)
 
     def toolchain(self) -> Toolchain: ...
     def placeholder(self) -> Toolchain: ...
@@ -188,6 +209,9 @@ class Gcc:
     # for size (gcc 10+); +5 % on MySQL read-only in a published test.
     partial_training_flags = ("-fprofile-partial-training",)
     cs_generate_flag = None
+    llvm_version = LLVM_VERSION
+    links_with_lld = False
+    extra_build_cost = 0.0
 
     def toolchain(self) -> Toolchain:
         return Toolchain("gcc", require("gcc"), require("g++"), require("gcc-ar"),
@@ -212,8 +236,8 @@ class Gcc:
 
 
 class Clang:
-    name = "clang"
-    version_tools = ("clang", "clang++", "lld", "llvm-profdata")
+    """clang of one LLVM release, with that release's linker, archiver and profile tools."""
+
     lto_flags = ("-flto=thin",)
     link_flags = ("-fuse-ld=lld",)
     bolt_flags = ()
@@ -221,17 +245,31 @@ class Clang:
     # Instruments again after the first profile's inlining, so the counts are per calling context;
     # with LTO the driver also hands it (and -fprofile-use) to the link's code generation.
     cs_generate_flag = "-fcs-profile-generate"
+    links_with_lld = True
+    extra_build_cost = 0.1
+
+    def __init__(self, llvm_version: str = LLVM_VERSION):
+        self.llvm_version = llvm_version
+        # The variant token: `_clang` for the default release, `_clang19` for LLVM 19.
+        self.name = "clang" if llvm_version == LLVM_VERSION else f"clang{llvm_version}"
+        self.version_tools = tuple(llvm_tool(n, llvm_version) for n in ("clang", "clang++", "lld", "llvm-profdata"))
+
+    def _tool(self, name: str) -> str:
+        return require(llvm_tool(name, self.llvm_version))
 
     def toolchain(self) -> Toolchain:
-        require("lld")
-        require("clang profile runtime")
-        return Toolchain("clang", require("clang"), require("clang++"), require("llvm-ar"),
-                         shutil.which(f"llvm-ranlib-{L}") or f"llvm-ranlib-{L}",
-                         shutil.which(f"llvm-nm-{L}") or f"llvm-nm-{L}", require("llvm-profdata"))
+        v = self.llvm_version
+        cc, cxx = self._tool("clang"), self._tool("clang++")   # the compiler first: the likeliest missing
+        self._tool("lld")
+        self._tool("clang profile runtime")
+        return Toolchain(self.name, cc, cxx, self._tool("llvm-ar"),
+                         shutil.which(f"llvm-ranlib-{v}") or f"llvm-ranlib-{v}",
+                         shutil.which(f"llvm-nm-{v}") or f"llvm-nm-{v}", self._tool("llvm-profdata"))
 
     def placeholder(self) -> Toolchain:
-        return Toolchain("clang", f"clang-{L}", f"clang++-{L}", f"llvm-ar-{L}", f"llvm-ranlib-{L}",
-                         f"llvm-nm-{L}", f"llvm-profdata-{L}")
+        v = self.llvm_version
+        return Toolchain(self.name, f"clang-{v}", f"clang++-{v}", f"llvm-ar-{v}", f"llvm-ranlib-{v}",
+                         f"llvm-nm-{v}", f"llvm-profdata-{v}")
 
     def tool_overrides(self, toolchain: Toolchain, lto: bool) -> dict[str, str]:
         # One LLVM for compiler, linker, archiver and profile tools.
@@ -248,7 +286,7 @@ class Clang:
         return set(re.findall(r'"\+(avx512\w*)"', output))
 
 
-COMPILER_FAMILIES: dict[str, CompilerFamily] = {"gcc": Gcc(), "clang": Clang()}
+COMPILER_FAMILIES: dict[str, CompilerFamily] = {f.name: f for f in (Gcc(), *(Clang(v) for v in LLVM_VERSIONS))}
 
 
 def compiler_family(name: str) -> CompilerFamily:

@@ -3,7 +3,8 @@
 Names follow the convention of the published MySQL 8.0.28 compiler study:
 ``rel`` (CMAKE_BUILD_TYPE=Release, -O3) then, in this order, ``_o2nofp``
 (-O2 -fno-omit-frame-pointer), ``_native`` (-march=native -mtune=native),
-``_lto``, ``_pgo_gen`` / ``_pgo_use``, ``_clang`` (gcc when absent), and pgolab's own
+``_lto``, ``_pgo_gen`` / ``_pgo_use``, ``_clang`` (gcc when absent), and pgolab's own ``_clang19``
+in its place (clang and the tools of LLVM 19 instead of LLVM 16),
 ``_partial`` after ``_pgo_use`` (gcc's -fprofile-partial-training: code the training never ran
 is optimized as usual instead of for size), ``_cs`` in the same place (clang's context-sensitive
 PGO: a second instrumented build, ``_pgo_csgen``, compiled with the first profile, is trained
@@ -23,7 +24,8 @@ from pathlib import Path
 from . import labels as target_labels
 from .errors import PgolabError
 
-COMPILERS = ("gcc", "clang")
+COMPILERS = ("gcc", "clang")           # the published study's
+ALL_COMPILERS = (*COMPILERS, "clang19")
 # csgen: compiled with the first profile and instrumented again after the profile's inlining (clang).
 PGO_MODES = ("none", "gen", "csgen", "use")
 # BOLT rewrites the linked binary; it needs the relocations the linker normally drops.
@@ -56,8 +58,8 @@ class Variant:
             parts.append("partial")
         if self.cs:
             parts.append("cs")
-        if self.compiler == "clang":
-            parts.append("clang")
+        if self.compiler != "gcc":
+            parts.append(self.compiler)
         if self.bolt:
             parts.append("bolt")
         return "_".join(parts)
@@ -106,7 +108,8 @@ class Variant:
         return ", ".join(bits)
 
 
-_TOKENS = ("o2nofp", "native", "lto", "pgo_gen", "pgo_csgen", "pgo_use", "partial", "cs", "clang", "bolt")
+# clang19 before clang: a name is read by prefixes.
+_TOKENS = ("o2nofp", "native", "lto", "pgo_gen", "pgo_csgen", "pgo_use", "partial", "cs", "clang19", "clang", "bolt")
 
 
 def parse(name: str) -> Variant:
@@ -124,7 +127,7 @@ def parse(name: str) -> Variant:
         else:
             raise _unknown(name)
     variant = Variant(
-        compiler="clang" if "clang" in seen else "gcc",
+        compiler=next((c for c in ALL_COMPILERS if c in seen), "gcc"),
         o2nofp="o2nofp" in seen,
         native="native" in seen,
         lto="lto" in seen,
@@ -133,6 +136,8 @@ def parse(name: str) -> Variant:
         cs="cs" in seen,
         bolt="bolt" in seen,
     )
+    if sum(c in seen for c in ALL_COMPILERS) > 1:
+        raise _unknown(name, f"one compiler: {' or '.join('_' + c for c in ALL_COMPILERS[1:])}, or none for gcc")
     if variant.partial and (variant.pgo != "use" or not _has_partial_training(variant.compiler)):
         raise _unknown(name, "_partial is -fprofile-partial-training: it follows _pgo_use of a compiler that has it (gcc)")
     if (variant.cs or variant.pgo == "csgen") and not _has_cs_pgo(variant.compiler):
@@ -160,7 +165,7 @@ def _has_cs_pgo(compiler: str) -> bool:
 def _unknown(name: str, extra: str = "") -> PgolabError:
     return PgolabError(
         f"unknown variant {name!r}" + (f" ({extra})" if extra else ""),
-        hint="names are rel[_o2nofp][_native][_lto][_pgo_gen|_pgo_csgen|_pgo_use[_partial|_cs]][_clang][_bolt]; "
+        hint="names are rel[_o2nofp][_native][_lto][_pgo_gen|_pgo_csgen|_pgo_use[_partial|_cs]][_clang|_clang19][_bolt]; "
              "`pgolab variants` lists them")
 
 
@@ -178,6 +183,7 @@ AXES = (
     Axis("-march=native", "native", False, True),
     Axis("LTO", "lto", False, True),
     Axis("clang", "compiler", "gcc", "clang"),
+    Axis("LLVM 19", "compiler", "clang", "clang19"),      # against clang 16
     Axis("PGO", "pgo", "none", "use"),
     Axis("partial training", "partial", False, True),
     Axis("context-sensitive PGO", "cs", False, True),
@@ -227,12 +233,13 @@ def published() -> list[Variant]:
 
 
 def all_variants() -> list[Variant]:
-    """Every combination of the compiler axes (published ones first), without BOLT; gcc's PGO builds
-    also with -fprofile-partial-training, clang's also context-sensitive."""
+    """Every combination of the compiler axes (published ones first, then LLVM 19's), without BOLT;
+    gcc's PGO builds also with -fprofile-partial-training, clang's also context-sensitive."""
     pub = published()
     rest = [Variant(compiler=c, o2nofp=o, native=n, lto=l, pgo=p)
+            for compilers in (COMPILERS, ALL_COMPILERS[len(COMPILERS):])
             for p, n, o, l, c in itertools.product(("use", "gen", "none"), (False, True), (True, False),
-                                                   (False, True), COMPILERS)]
+                                                   (False, True), compilers)]
     rest += [replace(v, partial=True) for v in rest if v.pgo == "use" and _has_partial_training(v.compiler)]
     rest += [replace(v, cs=True) for v in rest if v.pgo == "use" and not v.partial and _has_cs_pgo(v.compiler)]
     return pub + [v for v in rest if v not in pub]

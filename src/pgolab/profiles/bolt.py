@@ -17,18 +17,28 @@ from pathlib import Path
 
 from ..errors import PgolabError
 from ..runner import Runner
-from ..toolchains import LLVM_VERSION, require, tool
+from ..toolchains import LLVM_VERSION, llvm_tool, require, tool
 from .base import ConsumptionCheck, int_after, log_text
 
 MERGED_FDATA = "merged.fdata"
-# Debian's bolt-16 looks for its instrumentation runtime under /usr/lib/ and is given a path
-# relative to it (an absolute path is appended to /usr/lib/ as well).
-RUNTIME_LIB = f"llvm-{LLVM_VERSION}/lib/libbolt_rt_instr.a"
 
-# The optimisation recipe of BOLT's own documentation for large server binaries:
+
+def runtime_lib(llvm_version: str) -> str:
+    """Debian's bolt-16 looks for its instrumentation runtime under /usr/lib/ and is given a path
+    relative to it (an absolute path is appended to /usr/lib/ as well)."""
+    return f"llvm-{llvm_version}/lib/libbolt_rt_instr.a"
+
+
+def function_order(llvm_version: str) -> str:
+    """Hot functions together, in call order: hfsort+ was LLVM 16's best; LLVM 18 replaced it by
+    cdsort (cache-directed sort; LLVM 19 keeps `hfsort+` as another name for it)."""
+    return "hfsort+" if int(llvm_version) < 18 else "cdsort"
+
+
+# The optimisation recipe of BOLT's own documentation for large server binaries (the function order
+# is the release's, above):
 OPTIMIZE_OPTIONS = [
     "-reorder-blocks=ext-tsp",        # block layout within functions: the I-cache/fall-through model
-    "-reorder-functions=hfsort+",     # hot functions together, in call order (LLVM 16's best)
     "-split-functions",               # cold blocks out of hot functions ...
     "-split-all-cold",                # ... all of them
     "-split-eh",                      # ... including exception landing pads
@@ -86,22 +96,26 @@ class BoltProfile:
     raw_pattern = "*.fdata"
     weights_method = "per-function branch and call counts from the .fdata profile"
 
-    def __init__(self, llvm_bolt: str, merge_fdata: str, instrument_calls: bool = True):
+    def __init__(self, llvm_bolt: str, merge_fdata: str, instrument_calls: bool = True,
+                 llvm_version: str = LLVM_VERSION):
         self.llvm_bolt, self.merge_fdata = llvm_bolt, merge_fdata
         self.instrument_calls = instrument_calls
+        self.llvm_version = llvm_version
 
     def version(self) -> str | None:
-        return tool("llvm-bolt").version()
+        return tool(llvm_tool("llvm-bolt", self.llvm_version)).version()
 
     def generate_flags(self, profile_dir: Path, build_dir: Path) -> list[str]:
         """llvm-bolt's instrumentation options. The profile path is compiled into the rewritten
         binary (absolute: the server chdir()s), one file per process."""
         calls = [] if self.instrument_calls else ["--instrument-calls=false"]
         return ["-instrument", *calls, f"--instrumentation-file={profile_dir / 'prof'}",
-                "--instrumentation-file-append-pid", f"--runtime-instrumentation-lib={RUNTIME_LIB}"]
+                "--instrumentation-file-append-pid",
+                f"--runtime-instrumentation-lib={runtime_lib(self.llvm_version)}"]
 
     def use_flags(self, profile_dir: Path, build_dir: Path) -> list[str]:
-        return [f"-data={profile_dir / MERGED_FDATA}", *OPTIMIZE_OPTIONS]
+        return [f"-data={profile_dir / MERGED_FDATA}", OPTIMIZE_OPTIONS[0],
+                f"-reorder-functions={function_order(self.llvm_version)}", *OPTIMIZE_OPTIONS[1:]]
 
     def redirect_env(self, compiled_dir: Path, target_dir: Path) -> dict[str, str]:
         return {}     # no run-time redirection: each training instruments its own copy
@@ -157,10 +171,11 @@ def fdata_total(path: Path) -> int:
                if is_fdata_line(line))
 
 
-def bolt_profile(forks_backends: bool = False) -> BoltProfile:
-    """BOLT 16's call profiling (its tables of indirect-call targets live in the memory it shares
+def bolt_profile(forks_backends: bool = False, llvm_version: str = LLVM_VERSION) -> BoltProfile:
+    """BOLT of the build's LLVM release (gcc builds: the default one). BOLT 16's call profiling (its tables of indirect-call targets live in the memory it shares
     with forked children) made PostgreSQL backends overflow their stack inside BOLT's runtime within
     a second of training (3 training runs of 3 here); without it the same training ran clean. Servers that fork
     a backend per connection are therefore instrumented for branches only: block layout and
     splitting keep their profile, function ordering sees hotness but no call edges."""
-    return BoltProfile(require("llvm-bolt"), require("merge-fdata"), instrument_calls=not forks_backends)
+    return BoltProfile(require(llvm_tool("llvm-bolt", llvm_version)), require(llvm_tool("merge-fdata", llvm_version)),
+                       instrument_calls=not forks_backends, llvm_version=llvm_version)

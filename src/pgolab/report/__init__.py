@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..errors import PgolabError
 from ..measures import MEASURES
-from ..store import Store
+from ..store import Store, StoredRun
 from ..analysis import Analysis, analyse, series_pairs
 from ..document import Chart, Column, Report, Table, words
 from .notes import METHOD_NOTE, concurrency_note, multiple_comparisons_note, noise_note
@@ -20,23 +20,29 @@ from .tables import (axes_table, axis_summary_table, bolt_summary, build_cost_ta
                      modes_table, series_table, targets_table, threads_table)
 
 
-def compute(store: Store, run_ref: str | int | None, base: str | None = None) -> Report:
-    """The report of a stored run; `base` re-reads it against another of its targets (every target
-    ran in every block, so any two pair as the run's base and a build do)."""
+def analysis_of(store: Store, run_ref: str | int | None, base: str | None = None) -> tuple[StoredRun, Analysis]:
+    """A stored run and its analysis against `base` (default: the run's own)."""
     run = store.run(run_ref)
     if run is None:
         raise PgolabError(f"no stored run {run_ref!r}" if run_ref else "the store holds no run yet",
                           hint=f"`pgolab report --list` shows stored runs (store: {store.path})")
-    targets = store.targets(run.id)
-    labels = [t.label for t in targets]
+    labels = [t.label for t in store.targets(run.id)]
     base = base or run.base
     if base not in labels:
         raise PgolabError(f"run {run.name!r} has no target {base!r}",
                           hint=f"its targets: {', '.join(labels)}")
+    tolerances = {m.key: m.tolerance(run.options) for m in MEASURES.values()}
+    return run, analyse(store, run.id, base, labels, tolerances, run.host, store.samples(run.id), run.options)
+
+
+def compute(store: Store, run_ref: str | int | None, base: str | None = None) -> Report:
+    """The report of a stored run; `base` re-reads it against another of its targets (every target
+    ran in every block, so any two pair as the run's base and a build do)."""
+    run, a = analysis_of(store, run_ref, base)
+    base = a.base
+    targets = store.targets(run.id)
     measures = list(MEASURES.values())
     samples = store.samples(run.id)
-    a = analyse(store, run.id, base, labels, {m.key: m.tolerance(run.options) for m in measures}, run.host,
-                samples, run.options)
     tables = [builds_table(a)]
     tables += [t for t in (threads_table(a), series_table(a), groups_table(a), axis_summary_table(a), axes_table(a), modes_table(a),
                            model_agreement_table(a)) if t]

@@ -97,9 +97,9 @@ class BoltSteps:
     def optimize(self) -> dict:
         self._require_input()
         runner = self.ctx.runner("bolt-optimize")
-        result = runner.run([self.tool.llvm_bolt, str(self.input), "-o", str(self.optimized),
-                             *self.tool.use_flags(self.profile_dir, self.dir)], what="llvm-bolt optimize",
-                            check=False)
+        options = self.tool.use_flags(self.profile_dir, self.dir)
+        result = runner.run([self.tool.llvm_bolt, str(self.input), "-o", str(self.optimized), *options],
+                            what="llvm-bolt optimize", check=False)
         stats = parse_stats(result.output)
         if result.returncode != 0:
             raise PgolabError(f"llvm-bolt failed (exit {result.returncode}); a stale-profile error means the "
@@ -114,7 +114,8 @@ class BoltSteps:
         shutil.copymode(self.input, self.optimized)
         shutil.copy2(self.optimized, self.ctx.installed)
         self.ctx.reporter.message(f"BOLT: {stats.describe()}")
-        return {"stats": stats.as_dict()}
+        # Which BOLT, with which options: releases differ (LLVM 19 orders functions by cdsort).
+        return {"stats": stats.as_dict(), "version": self.tool.version(), "options": options}
 
     def _require_input(self) -> None:
         if not self.input.exists():

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import PgolabError
+from ..toolchains import compiler_family
 from ..variants import FlagSet, Variant
 from .base import Cmd
 from .mariadb import MariaDBInstallation, MariaDBTarget
@@ -63,7 +64,7 @@ class MySQLTarget(MariaDBTarget):
             opts += ["-DFPROFILE_USE=ON", f"-DFPROFILE_DIR={profile_dir}"]
         if (tree / "boost").is_dir():  # mysql-boost tarballs of 8.0 carry it
             opts.append(f"-DWITH_BOOST={tree / 'boost'}")
-        if variant.compiler == "clang":
+        if compiler_family(variant.compiler).links_with_lld:
             opts.append("-DUSE_LD_LLD=ON" if variant.pgo == "none" else "-DUSE_LD_LLD=OFF")
         return opts
 

@@ -1,0 +1,228 @@
+"""The search for the fastest build of one source (`pgolab best`).
+
+It starts from the published table's best build and adds one axis at a time: each round builds
+every variant one axis beyond the current build and measures them against it in cost mode; the
+candidate whose estimated cycles per query are lowest is kept if its whole interval (which carries
+the cost model's repeatability bound) lies beyond the gain asked for, and the next round starts
+from it. The search ends when no candidate gains that much, no axis is left, or the time budget is
+spent. The winner and the runner-up are then confirmed in QPS against the start and the reference
+binaries (the distribution's server).
+
+The search is a pure function of what each round measured; an executor builds and measures a round
+(a matrix run), so a fake executor tests the path in milliseconds. A round is an ordinary stored
+matrix run: running the same command again re-reads the rounds already measured and goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Protocol
+
+from . import paths
+from .document import Column, Report, Table
+from .errors import PgolabError
+from .stats import Estimate
+from .variants import AXES, Variant, parse
+
+if TYPE_CHECKING:
+    from .matrix import MatrixProgress, MatrixRequest
+    from .store import Store
+
+# The best build of the published MySQL 8.0.28 table (clang PGO+LTO, 1.77x).
+START = "rel_lto_pgo_use_clang"
+
+
+def candidates(current: Variant) -> list[Variant]:
+    """Every build one axis beyond `current`: an axis it lacks, added (none taken away), where the
+    grammar allows the result (`_partial` is gcc's, for instance)."""
+    found = []
+    for axis in AXES:
+        if getattr(current, axis.field) != axis.without:
+            continue
+        try:
+            found.append(parse(replace(current, **{axis.field: axis.with_}).name))
+        except PgolabError:
+            continue
+    return found
+
+
+def axis_added(current: Variant, candidate: Variant) -> str:
+    """The report name of the one axis `candidate` adds to `current`."""
+    return next(a.name for a in AXES
+                if (getattr(current, a.field), getattr(candidate, a.field)) == (a.without, a.with_))
+
+
+@dataclass(frozen=True)
+class Round:
+    index: int                        # 1, 2, ...
+    current: str                      # the build the round started from
+    ratios: dict[str, Estimate]       # candidate -> estimated cycles, current / candidate (> 1: cheaper)
+    kept: str | None                  # the candidate the next round starts from; None: the search ended
+    run: str = ""                     # the stored run that measured it
+    skipped: dict[str, str] = field(default_factory=dict)   # candidate -> why it was not measured
+
+
+@dataclass
+class SearchResult:
+    start: str
+    min_gain: float
+    rounds: list[Round] = field(default_factory=list)
+    stopped: str = ""                 # why the search ended
+
+    @property
+    def winner(self) -> str:
+        kept = [r.kept for r in self.rounds if r.kept]
+        return kept[-1] if kept else self.start
+
+    def against_start(self) -> dict[str, float]:
+        """Every build measured -> its estimated-cycles ratio against the start: the ratios along the
+        path multiplied (each round measured its candidates against the build it started from)."""
+        total = {self.start: 1.0}
+        for r in self.rounds:
+            for name, estimate in r.ratios.items():
+                total[name] = total[r.current] * estimate.value
+        return total
+
+    def runner_up(self) -> str | None:
+        """The build measured cheapest after the winner, the start included; None if there is none."""
+        ranked = sorted(((v, k) for k, v in self.against_start().items() if k != self.winner), reverse=True)
+        return ranked[0][1] if ranked else None
+
+
+def keep(ratios: dict[str, Estimate], min_gain: float) -> str | None:
+    """The cheapest candidate, if its interval lies wholly above 1 + min_gain."""
+    estimable = {k: e for k, e in ratios.items() if e.low is not None}
+    if not estimable:
+        return None
+    name = max(estimable, key=lambda k: (estimable[k].value, k))
+    return name if estimable[name].low > 1 + min_gain else None
+
+
+class RoundExecutor(Protocol):
+    def measure(self, index: int, current: Variant, candidates: list[Variant]) -> tuple[str, dict[str, Estimate]]:
+        """Build the round's variants, measure each candidate against `current`; (run name, ratios)."""
+        ...
+
+    def spent_hours(self) -> float:
+        """Wall time the search's rounds have taken so far, all invocations together."""
+        ...
+
+    def unmeasurable(self, candidate: Variant) -> str | None:
+        """Why this machine cannot measure the candidate, or None."""
+        ...
+
+
+def search(start: Variant, executor: RoundExecutor, min_gain: float = 0.0,
+           budget_hours: float | None = None) -> SearchResult:
+    result = SearchResult(start.name, min_gain)
+    current = start
+    while True:
+        options = candidates(current)
+        if not options:
+            result.stopped = f"no axis is left to add to {current.name}"
+            return result
+        if budget_hours is not None and executor.spent_hours() >= budget_hours:
+            result.stopped = f"the budget of {budget_hours:g} h is spent ({executor.spent_hours():.2f} h)"
+            return result
+        index = len(result.rounds) + 1
+        skipped = {c.name: why for c in options if (why := executor.unmeasurable(c))}
+        measured = [c for c in options if c.name not in skipped]
+        run, ratios = executor.measure(index, current, measured) if measured else ("", {})
+        kept = keep(ratios, min_gain)
+        result.rounds.append(Round(index, current.name, ratios, kept, run, skipped))
+        if kept is None:
+            result.stopped = (f"no build one axis beyond {current.name} is cheaper by more than "
+                              f"{min_gain:.1%} with its whole interval")
+            return result
+        current = parse(kept)
+
+
+def path_report(result: SearchResult, source: str, confirm_run: str | None = None) -> Report:
+    """The path the search took, one row per build measured, as a report of its own."""
+    total = result.against_start()
+    rows = []
+    for r in result.rounds:
+        for name, estimate in sorted(r.ratios.items(), key=lambda kv: -kv[1].value):
+            rows.append({"round": r.index, "from": r.current, "axis": axis_added(parse(r.current), parse(name)),
+                         "build": name, "rcost": estimate, "verdict": estimate.verdict(),
+                         "against_start": round(total[name], 4),
+                         "kept": "kept" if name == r.kept else "", "run": r.run})
+        for name, why in r.skipped.items():
+            rows.append({"round": r.index, "from": r.current, "axis": axis_added(parse(r.current), parse(name)),
+                         "build": name, "rcost": None, "verdict": f"not measured: {why}", "against_start": None,
+                         "kept": "", "run": ""})
+    table = Table("best_path", "The search: each round's builds against the build it started from (cost mode)",
+                  [Column("round", "round"), Column("from", "from"), Column("axis", "axis added"),
+                   Column("build", "build"), Column("rcost", "rCost"), Column("verdict", "verdict"),
+                   Column("against_start", f"rCost vs {result.start}"), Column("kept", "kept"),
+                   Column("run", "stored run")], rows,
+                  note="rCost: estimated cycles per query of the round's start over the build's (> 1: cheaper); "
+                       "a build is kept when its whole interval lies above 1 + the gain asked for. "
+                       "The column against the start multiplies the ratios along the path.")
+    runner_up = result.runner_up()
+    facts = [f"source {source}; start {result.start}; minimum gain {result.min_gain:.1%}",
+             f"winner {result.winner} (estimated cycles {total[result.winner]:.3f}x cheaper than the start); "
+             f"runner-up {runner_up or 'none'}",
+             f"stopped: {result.stopped}"]
+    if confirm_run:
+        facts.append(f"QPS confirmation: stored run {confirm_run} (its report follows)")
+    return Report(f"pgolab best: {source}", facts, [table], [])
+
+
+def spent_hours(run_names: list[str]) -> float:
+    """The wall time of these matrix runs, from the timing log every matrix invocation appends to."""
+    seconds = 0.0
+    for name in run_names:
+        log = paths.runs_dir() / name / "matrix-timing.jsonl"
+        if log.exists():
+            for line in log.read_text().splitlines():
+                entry = json.loads(line)
+                seconds += entry["build_seconds"] + entry["bench_seconds"]
+    return seconds / 3600
+
+
+class MatrixRounds:
+    """The real executor: each round a matrix of the round's start and its candidates (builds up to
+    date are skipped), measured in cost mode against the start, in one store. The stored run is
+    named after the round and the binaries, so a rebuild on another machine starts a run of its own."""
+
+    def __init__(self, request: "MatrixRequest", store: "Store", progress: "MatrixProgress", command: str):
+        self.request, self.store, self.progress, self.command = request, store, progress, command
+        self.runs: list[str] = []
+
+    def measure(self, index: int, current: Variant, candidates: list[Variant]) -> tuple[str, dict[str, Estimate]]:
+        from .matrix import run_matrix
+        from .measurement import MODEL_FIGURE
+        from .report import analysis_of
+        request = replace(self.request, variants=[current, *candidates], base=current.name,
+                          run_name=f"{self.request.run_name}-round{index}-{{binaries}}", binaries=[])
+        result = run_matrix(request, self.store, self.progress, self.command)
+        run, analysis = analysis_of(self.store, result.run_id)
+        self.runs.append(run.name)
+        ratios = {}
+        for c in candidates:
+            estimates = analysis.estimates(MODEL_FIGURE, current.name, c.name)
+            if estimates is None:
+                raise PgolabError(f"round {index}: run {run.name} holds no cost figures of {c.name}",
+                                  hint="the run did not finish; run the same command again")
+            ratios[c.name] = estimates.summary()
+        return run.name, ratios
+
+    def spent_hours(self) -> float:
+        return spent_hours(self.runs)
+
+    def unmeasurable(self, candidate: Variant) -> str | None:
+        from .toolchains import toolchain
+        if candidate.native and (avx512 := toolchain(candidate.compiler).native_avx512()):
+            return f"-march=native enables {', '.join(avx512)} here, which valgrind's callgrind cannot run"
+        return None
+
+    def confirm(self, result: SearchResult) -> int:
+        """The winner, the runner-up and the start in QPS, with the reference binaries; the run's id."""
+        from .matrix import run_matrix
+        names = list(dict.fromkeys(n for n in (result.start, result.winner, result.runner_up()) if n))
+        options = replace(self.request.options, modes=("qps",))
+        request = replace(self.request, variants=[parse(n) for n in names], base=result.start, options=options,
+                          run_name=f"{self.request.run_name}-confirm-{{binaries}}")
+        return run_matrix(request, self.store, self.progress, self.command).run_id

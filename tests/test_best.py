@@ -1,0 +1,104 @@
+"""`pgolab best`'s search with a fake executor: a cost model in which each axis has a known effect,
+so the right path is known beforehand. The real executor is a matrix run (tests/test_matrix.py,
+tests/test_pipeline_postgresql.py cover those)."""
+
+from dataclasses import dataclass, field
+
+from pgolab import best
+from pgolab.stats import Estimate
+from pgolab.variants import Variant, parse
+
+# Estimated cycles of the start over a build with the axis added, whatever else the build has.
+EFFECT = {"LLVM 19": 1.05, "-march=native": 1.02, "context-sensitive PGO": 0.99, "BOLT": 1.001}
+HALF_WIDTH = 0.005
+
+
+def estimate(value: float) -> Estimate:
+    return Estimate(value, value * (1 - HALF_WIDTH), value * (1 + HALF_WIDTH), 10)
+
+
+@dataclass
+class FakeRounds:
+    """Answers each round from EFFECT; counts the hours a round takes."""
+    hours_per_round: float = 0.0
+    cannot: dict[str, str] = field(default_factory=dict)     # axis name -> why it cannot be measured
+    asked: list[tuple[str, list[str]]] = field(default_factory=list)
+
+    def measure(self, index: int, current: Variant, candidates: list[Variant]):
+        self.asked.append((current.name, [c.name for c in candidates]))
+        return f"round{index}", {c.name: estimate(EFFECT[best.axis_added(current, c)]) for c in candidates}
+
+    def spent_hours(self) -> float:
+        return self.hours_per_round * len(self.asked)
+
+    def unmeasurable(self, candidate: Variant) -> str | None:
+        return next((why for axis, why in self.cannot.items()
+                     if axis == best.axis_added(parse(best.START), candidate) or
+                     (axis == "-march=native" and candidate.native)), None)
+
+
+def test_candidates_are_the_builds_one_axis_beyond():
+    names = [v.name for v in best.candidates(parse("rel_lto_pgo_use_clang"))]
+    assert names == ["rel_native_lto_pgo_use_clang", "rel_lto_pgo_use_clang19", "rel_lto_pgo_use_cs_clang",
+                     "rel_lto_pgo_use_clang_bolt"]          # _partial is gcc's; nothing is taken away
+    assert [v.name for v in best.candidates(parse("rel_native_lto_pgo_use_cs_clang19_bolt"))] == []
+    # gcc's builds have partial training, and clang (LLVM 16) is the next compiler, not LLVM 19.
+    gcc = [v.name for v in best.candidates(parse("rel_lto_pgo_use"))]
+    assert "rel_lto_pgo_use_partial" in gcc and "rel_lto_pgo_use_clang" in gcc and "rel_lto_pgo_use_clang19" not in gcc
+
+
+def test_the_search_keeps_the_cheapest_axis_while_its_interval_clears_the_gain():
+    rounds = FakeRounds()
+    result = best.search(parse(best.START), rounds)
+    assert [r.kept for r in result.rounds] == ["rel_lto_pgo_use_clang19", "rel_native_lto_pgo_use_clang19", None]
+    assert result.winner == "rel_native_lto_pgo_use_clang19"
+    # Round 3: BOLT's 1.001 has an interval reaching below 1, context-sensitive PGO costs more.
+    assert sorted(result.rounds[2].ratios) == ["rel_native_lto_pgo_use_clang19_bolt", "rel_native_lto_pgo_use_cs_clang19"]
+    assert "no build one axis beyond rel_native_lto_pgo_use_clang19" in result.stopped
+    total = result.against_start()
+    assert abs(total[result.winner] - 1.05 * 1.02) < 1e-9
+    # The runner-up is the build measured cheapest after the winner: its BOLT twin (not kept, 1.071).
+    assert result.runner_up() == "rel_native_lto_pgo_use_clang19_bolt"
+
+
+def test_a_minimum_gain_stops_the_search_earlier():
+    result = best.search(parse(best.START), FakeRounds(), min_gain=0.03)
+    assert [r.kept for r in result.rounds] == ["rel_lto_pgo_use_clang19", None]   # -march=native's 2 % is not 3 %
+    assert result.winner == "rel_lto_pgo_use_clang19" and result.runner_up() == "rel_native_lto_pgo_use_clang19"
+
+
+def test_the_budget_stops_before_a_new_round():
+    rounds = FakeRounds(hours_per_round=2.0)
+    result = best.search(parse(best.START), rounds, budget_hours=3.0)
+    assert len(rounds.asked) == 2 and len(result.rounds) == 2
+    assert result.stopped == "the budget of 3 h is spent (4.00 h)"
+    assert result.winner == "rel_native_lto_pgo_use_clang19"
+
+
+def test_a_candidate_this_machine_cannot_measure_is_left_out_and_said():
+    rounds = FakeRounds(cannot={"-march=native": "-march=native enables avx512f here"})
+    result = best.search(parse(best.START), rounds)
+    assert result.winner == "rel_lto_pgo_use_clang19"
+    assert all(not v.native for _, names in rounds.asked for v in map(parse, names))
+    assert result.rounds[0].skipped == {"rel_native_lto_pgo_use_clang": "-march=native enables avx512f here"}
+    report = best.path_report(result, "postgresql 15.18")
+    rows = report.table("best_path").rows
+    assert any(r["verdict"].startswith("not measured: -march=native") for r in rows)
+    kept = [r for r in rows if r["kept"]]
+    assert [r["build"] for r in kept] == ["rel_lto_pgo_use_clang19"] and kept[0]["axis"] == "LLVM 19"
+    assert "winner rel_lto_pgo_use_clang19" in report.facts[1]
+
+
+def test_the_search_is_repeatable_so_a_rerun_resumes_the_same_path():
+    first, second = FakeRounds(), FakeRounds()
+    assert best.search(parse(best.START), first).rounds == best.search(parse(best.START), second).rounds
+    assert first.asked == second.asked
+
+
+def test_spent_hours_sums_every_invocation_of_the_rounds(tmp_path, monkeypatch):
+    from pgolab import paths
+    monkeypatch.setattr(paths, "runs_dir", lambda: tmp_path)
+    (tmp_path / "r1").mkdir()
+    (tmp_path / "r1" / "matrix-timing.jsonl").write_text(
+        '{"build_seconds": 3000, "bench_seconds": 600}\n{"build_seconds": 0, "bench_seconds": 1800}\n')
+    assert best.spent_hours(["r1", "r2"]) == 1.5
