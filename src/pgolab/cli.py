@@ -358,6 +358,10 @@ BENCH_OPTIONS: list[tuple[str, type, object]] = [
                                            "(repeatable)")),
     ("table_size", int, typer.Option(_DEFAULT.table_size, "--table-size", metavar="ROWS",
                                      help="rows of each sysbench table")),
+    ("profile_of", Optional[str], typer.Option(None, "--profile-of", metavar="small-server|medium-server",
+                                               help="a published configuration: small-server = 1 table of 30M "
+                                                    "rows, 1 thread; medium-server = 8 tables of 10M rows, 12 "
+                                                    "threads (instead of --tables, --table-size, --threads)")),
     ("binary", List[str], typer.Option([], "--binary", metavar="NAME=PATH",
                                        help="any server binary, under the label NAME (repeatable)")),
     ("store_path", Optional[Path], STORE_OPTION),
@@ -386,9 +390,16 @@ def with_bench_options(command):
 
 
 def _bench_options(suite, measure, slice_seconds, instances, blocks, target_ci, max_instances, pair_budget,
-                   no_pin, cost_scale, cost_jobs, threads, tables, engine, micro, table_size):
+                   no_pin, cost_scale, cost_jobs, threads, tables, engine, micro, table_size, profile_of):
     from . import measurement
     from .suite import parse_threads, user_micro_path, user_micros
+    if profile_of:
+        shape = measurement.data_shape(profile_of)
+        given = (tables, table_size, threads) != (_DEFAULT.tables, _DEFAULT.table_size, ",".join(map(str, _DEFAULT.threads)))
+        if given:
+            raise PgolabError(f"--profile-of {profile_of} sets the tables, their size and the threads",
+                              hint="leave out --tables, --table-size and --threads, or --profile-of")
+        tables, table_size, threads = shape.tables, shape.table_size, ",".join(map(str, shape.threads))
     if tables < 1 or table_size < 1:
         raise PgolabError(f"--tables {tables} --table-size {table_size}: both must be at least 1",
                           hint="e.g. --tables 8 --table-size 100000")

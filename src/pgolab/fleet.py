@@ -78,6 +78,8 @@ class Fleet:
         loaders = {base_family: self.targets[self.base]}
         for t in self.targets.values():
             loaders.setdefault(t.data_family, t)
+        if not any((self.workdir / f"golden{'' if f == base_family else '-' + f}.done").exists() for f in loaders):
+            check_disk(self.workdir, self.options.data_bytes(), len(loaders) + len(self.targets) * len(self.options.modes))
         for family, loader in loaders.items():
             suffix = "" if family == base_family else f"-{family}"   # a one-family run keeps its old names
             self.golden[family] = prepare_golden(loader, self.workdir, self.options, self.runner(f"load{suffix}"),
@@ -144,6 +146,20 @@ def check_engine(target: BenchTarget, server: ServerProcess, engine: str) -> Non
     missing = target.installation.engine_missing(server, engine)
     if missing:
         raise PgolabError(f"{target.label} has no storage engine {engine}", hint=missing)
+
+
+def check_disk(workdir: Path, copy_bytes: int, copies: int) -> None:
+    """Refuse a run whose data copies (the golden data, one per target and mode) would not fit on the
+    disk, before loading anything."""
+    where = next(p for p in (workdir, *workdir.parents) if p.exists())
+    free = shutil.disk_usage(where).free
+    needed = copy_bytes * copies
+    if needed > free:
+        gb = 1e9
+        raise PgolabError(f"the data needs about {needed / gb:.1f} GB on disk ({copies} copies of about "
+                          f"{copy_bytes / gb:.1f} GB) and {where} has {free / gb:.1f} GB free",
+                          hint="use fewer --tables or a smaller --table-size, fewer targets or measures, or "
+                               "PGOLAB_HOME on a larger disk")
 
 
 def prepare_golden(base: BenchTarget, workdir: Path, options: BenchOptions, runner: Runner,

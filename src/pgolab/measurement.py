@@ -99,6 +99,33 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class DataShape:
+    """A published benchmark configuration, one option (`--profile-of NAME`)."""
+    tables: int
+    table_size: int
+    threads: tuple[int, ...]
+    source: str
+
+
+DATA_SHAPES = {
+    "small-server": DataShape(1, 30_000_000, (1,), "the LTO study's small servers: 1 table of 30M rows, 1 thread"),
+    "medium-server": DataShape(8, 10_000_000, (12,), "the LTO study's 16-core server: 8 tables of 10M rows, 12 threads"),
+}
+
+# Bytes on disk per sysbench row, for the disk check before a load: PostgreSQL 15's sbtest1 of
+# 100,000 rows took 22.1 MB of heap and 2.3 MB of primary key here (2026-11-26; the k index and
+# the WAL come on top). An estimate for every server, rounded up.
+BYTES_PER_ROW = 300
+
+
+def data_shape(name: str) -> DataShape:
+    try:
+        return DATA_SHAPES[name]
+    except KeyError:
+        raise PgolabError(f"unknown --profile-of {name!r}", hint=f"use {' or '.join(DATA_SHAPES)}")
+
+
 @dataclass
 class BenchOptions:
     suite: str = "quick"
@@ -143,6 +170,10 @@ class BenchOptions:
             identity["own_micros"] = {m.name: hashlib.sha256(suite_mod.user_micro_path(m).read_bytes()).hexdigest()
                                       for m in suite_mod.user_micros(self.own_micros)}
         return identity
+
+    def data_bytes(self) -> int:
+        """About how much disk one copy of the loaded sysbench tables takes (BYTES_PER_ROW)."""
+        return self.tables * self.table_size * BYTES_PER_ROW
 
     def micros(self) -> tuple[Micro, ...]:
         """The run's microbenchmarks in run order (each test at each thread count)."""
