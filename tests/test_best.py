@@ -9,7 +9,9 @@ from pgolab.stats import Estimate
 from pgolab.variants import Variant, parse
 
 # Estimated cycles of the start over a build with the axis added, whatever else the build has.
-EFFECT = {"LLVM 19": 1.05, "-march=native": 1.02, "context-sensitive PGO": 0.99, "BOLT": 1.001}
+EFFECT = {"LLVM 19": 1.05, "-march=native": 1.02, "context-sensitive PGO": 0.99, "BOLT": 1.001, "-fno-plt": 1.0,
+          "-fno-semantic-interposition": 1.0, "static libstdc++ and libgcc": 0.999, "jemalloc": 0.998,
+          "tcmalloc": 0.997, "mimalloc": 0.996}
 HALF_WIDTH = 0.005
 
 
@@ -40,8 +42,12 @@ class FakeRounds:
 def test_candidates_are_the_builds_one_axis_beyond():
     names = [v.name for v in best.candidates(parse("rel_lto_pgo_use_clang"))]
     assert names == ["rel_native_lto_pgo_use_clang", "rel_lto_pgo_use_clang19", "rel_lto_pgo_use_cs_clang",
-                     "rel_lto_pgo_use_clang_bolt"]          # _partial is gcc's; nothing is taken away
-    assert [v.name for v in best.candidates(parse("rel_native_lto_pgo_use_cs_clang19_bolt"))] == []
+                     "rel_lto_pgo_use_clang_noplt", "rel_lto_pgo_use_clang_nosi", "rel_lto_pgo_use_clang_static",
+                     "rel_lto_pgo_use_clang_jemalloc", "rel_lto_pgo_use_clang_tcmalloc",
+                     "rel_lto_pgo_use_clang_mimalloc", "rel_lto_pgo_use_clang_bolt"]   # _partial is gcc's
+    assert [v.name for v in best.candidates(parse("rel_native_lto_pgo_use_cs_clang19_noplt_nosi_static_mimalloc_bolt"))] == []
+    # One allocator: once one is kept, the others are no step of one axis.
+    assert {v.allocator for v in best.candidates(parse("rel_lto_pgo_use_clang_jemalloc"))} == {"jemalloc"}
     # gcc's builds have partial training, and clang (LLVM 16) is the next compiler, not LLVM 19.
     gcc = [v.name for v in best.candidates(parse("rel_lto_pgo_use"))]
     assert "rel_lto_pgo_use_partial" in gcc and "rel_lto_pgo_use_clang" in gcc and "rel_lto_pgo_use_clang19" not in gcc
@@ -53,7 +59,7 @@ def test_the_search_keeps_the_cheapest_axis_while_its_interval_clears_the_gain()
     assert [r.kept for r in result.rounds] == ["rel_lto_pgo_use_clang19", "rel_native_lto_pgo_use_clang19", None]
     assert result.winner == "rel_native_lto_pgo_use_clang19"
     # Round 3: BOLT's 1.001 has an interval reaching below 1, context-sensitive PGO costs more.
-    assert sorted(result.rounds[2].ratios) == ["rel_native_lto_pgo_use_clang19_bolt", "rel_native_lto_pgo_use_cs_clang19"]
+    assert len(result.rounds[2].ratios) == 8 and "rel_native_lto_pgo_use_clang19_bolt" in result.rounds[2].ratios
     assert "no build one axis beyond rel_native_lto_pgo_use_clang19" in result.stopped
     total = result.against_start()
     assert abs(total[result.winner] - 1.05 * 1.02) < 1e-9
@@ -102,3 +108,17 @@ def test_spent_hours_sums_every_invocation_of_the_rounds(tmp_path, monkeypatch):
     (tmp_path / "r1" / "matrix-timing.jsonl").write_text(
         '{"build_seconds": 3000, "bench_seconds": 600}\n{"build_seconds": 0, "bench_seconds": 1800}\n')
     assert best.spent_hours(["r1", "r2"]) == 1.5
+
+
+def test_the_search_can_be_kept_to_some_axes():
+    from pgolab.errors import PgolabError
+    from pgolab.variants import axes_named
+    import pytest
+    axes = axes_named("bolt, native")
+    assert [a.name for a in axes] == ["-march=native", "BOLT"]
+    result = best.search(parse(best.START), FakeRounds(), axes=axes)
+    assert [sorted(r.ratios) for r in result.rounds][0] == ["rel_lto_pgo_use_clang_bolt", "rel_native_lto_pgo_use_clang"]
+    assert result.winner == "rel_native_lto_pgo_use_clang"
+    with pytest.raises(PgolabError, match="unknown axis llvm19") as err:
+        axes_named("native,llvm19")
+    assert "clang19" in err.value.hint

@@ -270,3 +270,33 @@ def test_a_context_sensitive_profile_completes_the_first_with_real_clang(tmp_pat
     compile_and_run("gen2", first, "rel_pgo_gen_clang", plain)
     with pytest.raises(PgolabError, match="no context-sensitive counts"):
         tool.merge(plain, runner, first)
+
+
+def test_link_and_runtime_axes_name_their_flags_and_share_the_instrumented_build():
+    v = variants.parse("rel_lto_pgo_use_clang_noplt_nosi_static_jemalloc_bolt")
+    assert (v.noplt, v.nosi, v.static_rt, v.allocator, v.bolt) == (True, True, True, "jemalloc", True)
+    f = variants.flags_for(v, CLANG, profile_dir=PROFILE, build_dir=BUILD)
+    assert {"-fno-plt", "-fno-semantic-interposition"} <= set(f.compile)
+    assert f.link[:4] == ["-fuse-ld=lld", "-static-libstdc++", "-static-libgcc",
+                          "-Wl,--push-state,--no-as-needed,-ljemalloc,--pop-state"]
+    # Compile flags are part of what the profile was trained on; link-only choices are not.
+    assert v.instrumented().name == "rel_lto_pgo_gen_clang_noplt_nosi"
+    assert variants.parse("rel_pgo_use_tcmalloc").instrumented() == variants.parse("rel_pgo_use").instrumented()
+    assert variants.flags_for(variants.parse("rel_mimalloc"), GCC).link == [
+        "-Wl,--push-state,--no-as-needed,-lmimalloc,--pop-state"]
+
+
+@pytest.mark.parametrize("bad, why", [("rel_jemalloc_tcmalloc", "one allocator"), ("rel_jemalloc_noplt", "did you mean"),
+                                      ("rel_bolt_static", "did you mean"), ("rel_glibc", "unknown variant")])
+def test_link_axes_in_a_wrong_order_or_twice_are_refused(bad, why):
+    with pytest.raises(PgolabError, match=why):
+        variants.parse(bad)
+
+
+def test_each_link_axis_pairs_with_its_twin():
+    labels = ["rel_o2nofp", "rel_o2nofp_noplt", "rel_o2nofp_nosi", "rel_o2nofp_jemalloc", "rel_o2nofp_mimalloc",
+              "rel_o2nofp_static"]
+    assert {p.axis: p.with_ for p in variants.axis_pairs(labels)} == {
+        "-fno-plt": "rel_o2nofp_noplt", "-fno-semantic-interposition": "rel_o2nofp_nosi",
+        "static libstdc++ and libgcc": "rel_o2nofp_static", "jemalloc": "rel_o2nofp_jemalloc",
+        "mimalloc": "rel_o2nofp_mimalloc"}

@@ -23,7 +23,7 @@ from . import paths
 from .document import Column, Report, Table
 from .errors import PgolabError
 from .stats import Estimate
-from .variants import AXES, Variant, parse
+from .variants import AXES, Axis, Variant, parse
 
 if TYPE_CHECKING:
     from .matrix import MatrixProgress, MatrixRequest
@@ -33,11 +33,11 @@ if TYPE_CHECKING:
 START = "rel_lto_pgo_use_clang"
 
 
-def candidates(current: Variant) -> list[Variant]:
+def candidates(current: Variant, axes: tuple[Axis, ...] = AXES) -> list[Variant]:
     """Every build one axis beyond `current`: an axis it lacks, added (none taken away), where the
     grammar allows the result (`_partial` is gcc's, for instance)."""
     found = []
-    for axis in AXES:
+    for axis in axes:
         if getattr(current, axis.field) != axis.without:
             continue
         try:
@@ -114,11 +114,11 @@ class RoundExecutor(Protocol):
 
 
 def search(start: Variant, executor: RoundExecutor, min_gain: float = 0.0,
-           budget_hours: float | None = None) -> SearchResult:
+           budget_hours: float | None = None, axes: tuple[Axis, ...] = AXES) -> SearchResult:
     result = SearchResult(start.name, min_gain)
     current = start
     while True:
-        options = candidates(current)
+        options = candidates(current, axes)
         if not options:
             result.stopped = f"no axis is left to add to {current.name}"
             return result

@@ -35,6 +35,7 @@ from .stages.context import Runners, SealedDigest, Servers
 from .stages.pgo import PROFILE_IMPORT, TRAINING_PHASES, PgoContext, pgo_phases
 from .stages.smoke import SmokeContext, smoke_phase
 from .targets import target_for
+from .toolchains import ALLOCATORS, require
 from .toolchains import toolchain as find_toolchain
 from .variants import FlagSet, Variant, flags_for
 from .workloads import TrainingSpec
@@ -79,6 +80,8 @@ class Pipeline:
         self.variant = request.variant
         self.target = target_for(request.source.server)
         self.toolchain = find_toolchain(self.variant.compiler)
+        if self.variant.allocator:    # refused before anything is built, with the package that has it
+            require(f"{self.variant.allocator} library")
         self.profile_tool = self.toolchain.profile
         self.source_digest = source_digest or tree_digest(request.source.path)
         self.layout = BuildLayout(variant_dir(request.source, request.name, self.source_digest))
@@ -185,7 +188,9 @@ class Pipeline:
             reporter=self.reporter)
 
     def smoke_context(self) -> SmokeContext:
-        return SmokeContext(self.servers, self.runners, self.reporter)
+        allocator = ALLOCATORS[self.variant.allocator].library if self.variant.allocator else None
+        return SmokeContext(self.servers, self.runners, self.reporter,
+                            self.target.server_binary(self.layout.install_dir), allocator)
 
     # -- phases -------------------------------------------------------------
     def plan(self) -> list[Phase]:

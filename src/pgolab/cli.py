@@ -552,6 +552,8 @@ def best_cmd(
     budget: Optional[float] = typer.Option(None, "--budget", metavar="HOURS",
                                            help="start no new round once the search's builds and runs took this "
                                                 "long (all invocations together)"),
+    axes: Optional[str] = typer.Option(None, "--axes", metavar="TOKEN,...",
+                                       help="only these axes (e.g. native,clang19,cs,bolt,jemalloc); default: all"),
     no_confirm: bool = typer.Option(False, "--no-confirm", help="skip the QPS confirmation of the winner"),
     train: str = typer.Option("mix", "--train", metavar="LOADS", help="training load of every PGO and BOLT build"),
     train_seconds: int = TRAIN_SECONDS_OPTION,
@@ -581,7 +583,8 @@ def best_cmd(
     console.print(f"source: {tree.server} {tree.version}; search from {start}; store {store.path}")
     with _progress_display() as progress:
         rounds = best.MatrixRounds(request, store, RichMatrixProgress(progress), _command_line())
-        result = best.search(start_variant, rounds, min_gain=_fraction(min_gain) or 0.0, budget_hours=budget)
+        result = best.search(start_variant, rounds, min_gain=_fraction(min_gain) or 0.0, budget_hours=budget,
+                             axes=variants_mod.axes_named(axes) if axes else variants_mod.AXES)
         confirm_id = None if no_confirm else rounds.confirm(result)
     confirm_name = store.run(confirm_id).name if confirm_id else None
     path = best.path_report(result, f"{tree.server} {tree.version}", confirm_name)

@@ -1,5 +1,6 @@
 """Section headers of ELF64 little-endian files (x86-64 objects and binaries): enough to tell
-which sections a compiler wrote and how large a binary's code is, without binutils."""
+which sections a compiler wrote, how large a binary's code is and which shared libraries it
+needs, without binutils."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ class Section:
     name: str
     size: int
     executable: bool
+    offset: int = 0
 
 
 SHF_EXECINSTR = 0x4
@@ -37,9 +39,9 @@ def sections(path: Path) -> list[Section]:
         entry = i * shentsize
         name_off, = struct.unpack_from("<I", table, entry)
         flags, = struct.unpack_from("<Q", table, entry + 0x08)
-        size, = struct.unpack_from("<Q", table, entry + 0x20)
+        offset, size = struct.unpack_from("<QQ", table, entry + 0x18)
         name = names[name_off:names.index(b"\0", name_off)].decode(errors="replace")
-        out.append(Section(name, size, bool(flags & SHF_EXECINSTR)))
+        out.append(Section(name, size, bool(flags & SHF_EXECINSTR), offset))
     return out
 
 
@@ -50,3 +52,27 @@ def section_names(path: Path) -> list[str]:
 def code_bytes(path: Path) -> int:
     """Bytes of executable sections (.text, .text.hot, .plt, BOLT's .text.cold, ...)."""
     return sum(s.size for s in sections(path) if s.executable)
+
+
+DT_NEEDED = 1
+
+
+def needed_libraries(path: Path) -> list[str]:
+    """The shared libraries the binary names (DT_NEEDED of .dynamic, in order): what the loader maps."""
+    by_name = {s.name: s for s in sections(path)}
+    dynamic, strings = by_name.get(".dynamic"), by_name.get(".dynstr")
+    if dynamic is None or strings is None:
+        return []
+    with open(path, "rb") as f:
+        f.seek(dynamic.offset)
+        entries = f.read(dynamic.size)
+        f.seek(strings.offset)
+        names = f.read(strings.size)
+    out = []
+    for i in range(0, len(entries) - 15, 16):
+        tag, value = struct.unpack_from("<qQ", entries, i)
+        if tag == 0:
+            break
+        if tag == DT_NEEDED:
+            out.append(names[value:names.index(b"\0", value)].decode(errors="replace"))
+    return out

@@ -103,6 +103,23 @@ def llvm_tools(v: str) -> tuple[Tool, ...]:
     )
 
 
+@dataclass(frozen=True)
+class Allocator:
+    """A malloc linked in place of glibc's (the allocator axis: `_jemalloc`, ...)."""
+    library: str          # -l<library>
+    package: str          # Debian 12's package with its .so
+
+    def tool(self, name: str) -> Tool:
+        return Tool(f"{name} library", f"/usr/lib/x86_64-linux-gnu/lib{self.library}.so", self.package,
+                    f"the _{name} axis")
+
+
+ALLOCATORS = {"jemalloc": Allocator("jemalloc", "libjemalloc-dev"),
+              # tcmalloc without its heap profiler
+              "tcmalloc": Allocator("tcmalloc_minimal", "libgoogle-perftools-dev"),
+              "mimalloc": Allocator("mimalloc", "libmimalloc-dev")}
+
+
 TOOLS: tuple[Tool, ...] = (
     Tool("gcc", "gcc", "gcc", "gcc variants"),
     Tool("g++", "g++", "g++", "gcc variants"),
@@ -110,6 +127,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool("gcc-ranlib", "gcc-ranlib", "gcc", "gcc LTO (static libraries)"),
     Tool("gcov-tool", "gcov-tool", "gcc", "gcc profile overlap"),
     *(t for v in LLVM_VERSIONS for t in llvm_tools(v)),
+    *(a.tool(name) for name, a in ALLOCATORS.items()),
     Tool("cmake", "cmake", "cmake", "MariaDB and MySQL builds"),
     Tool("ninja", "ninja", "ninja-build", "MariaDB and MySQL builds"),
     Tool("make", "make", "make", "PostgreSQL builds"),

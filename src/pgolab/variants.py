@@ -23,6 +23,7 @@ from pathlib import Path
 
 from . import labels as target_labels
 from .errors import PgolabError
+from .toolchains import ALLOCATORS
 
 COMPILERS = ("gcc", "clang")           # the published study's
 ALL_COMPILERS = (*COMPILERS, "clang19")
@@ -30,6 +31,12 @@ ALL_COMPILERS = (*COMPILERS, "clang19")
 PGO_MODES = ("none", "gen", "csgen", "use")
 # BOLT rewrites the linked binary; it needs the relocations the linker normally drops.
 BOLT_LINK_FLAGS = ["-Wl,--emit-relocs"]
+
+
+def allocator_link_flags(allocator: str) -> list[str]:
+    """Linked whether or not the link is --as-needed (PostgreSQL's is): the library must stay named
+    in the binary, so the loader puts its malloc before glibc's."""
+    return [f"-Wl,--push-state,--no-as-needed,-l{ALLOCATORS[allocator].library},--pop-state"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,11 @@ class Variant:
     pgo: str = "none"
     partial: bool = False     # gcc -fprofile-partial-training on the optimized build
     cs: bool = False          # context-sensitive PGO: trained through a _pgo_csgen build (clang)
+    # Link and run-time choices that stay inside the binary (pgolab's, not the study's):
+    noplt: bool = False       # -fno-plt: calls into shared libraries through the GOT, no PLT stub
+    nosi: bool = False        # -fno-semantic-interposition
+    static_rt: bool = False   # -static-libstdc++ -static-libgcc
+    allocator: str = ""       # "" (glibc's malloc) or a key of ALLOCATORS
     bolt: bool = False
 
     @property
@@ -60,6 +72,11 @@ class Variant:
             parts.append("cs")
         if self.compiler != "gcc":
             parts.append(self.compiler)
+        for flag, token in ((self.noplt, "noplt"), (self.nosi, "nosi"), (self.static_rt, "static")):
+            if flag:
+                parts.append(token)
+        if self.allocator:
+            parts.append(self.allocator)
         if self.bolt:
             parts.append("bolt")
         return "_".join(parts)
@@ -81,7 +98,8 @@ class Variant:
         """The profile-generating build that feeds this PGO variant: the _pgo_csgen build for a
         context-sensitive one, whose own is the shared _pgo_gen build."""
         pgo = "csgen" if self.cs else "gen"
-        return replace(self, pgo=pgo, partial=False, cs=False, bolt=False)
+        # The link-only axes compile the same code: they share the instrumented build without them.
+        return replace(self, pgo=pgo, partial=False, cs=False, bolt=False, static_rt=False, allocator="")
 
     def without_bolt(self) -> "Variant":
         return replace(self, bolt=False)
@@ -103,13 +121,22 @@ class Variant:
             bits.append("PGO instrumented (writes profiles)")
         elif self.pgo == "csgen":
             bits.append("PGO with context-sensitive instrumentation (writes profiles)")
+        if self.noplt:
+            bits.append("-fno-plt")
+        if self.nosi:
+            bits.append("-fno-semantic-interposition")
+        if self.static_rt:
+            bits.append("static libstdc++ and libgcc")
+        if self.allocator:
+            bits.append(f"{self.allocator} as malloc")
         if self.bolt:
             bits.append("BOLT (instrument, train, relayout)")
         return ", ".join(bits)
 
 
 # clang19 before clang: a name is read by prefixes.
-_TOKENS = ("o2nofp", "native", "lto", "pgo_gen", "pgo_csgen", "pgo_use", "partial", "cs", "clang19", "clang", "bolt")
+_TOKENS = ("o2nofp", "native", "lto", "pgo_gen", "pgo_csgen", "pgo_use", "partial", "cs", "clang19", "clang",
+           "noplt", "nosi", "static", *ALLOCATORS, "bolt")
 
 
 def parse(name: str) -> Variant:
@@ -134,8 +161,14 @@ def parse(name: str) -> Variant:
         pgo=next((m for m in PGO_MODES if f"pgo_{m}" in seen), "none"),
         partial="partial" in seen,
         cs="cs" in seen,
+        noplt="noplt" in seen,
+        nosi="nosi" in seen,
+        static_rt="static" in seen,
+        allocator=next((a for a in ALLOCATORS if a in seen), ""),
         bolt="bolt" in seen,
     )
+    if sum(a in seen for a in ALLOCATORS) > 1:
+        raise _unknown(name, f"one allocator: {' or '.join('_' + a for a in ALLOCATORS)}, or none for glibc's")
     if sum(c in seen for c in ALL_COMPILERS) > 1:
         raise _unknown(name, f"one compiler: {' or '.join('_' + c for c in ALL_COMPILERS[1:])}, or none for gcc")
     if variant.partial and (variant.pgo != "use" or not _has_partial_training(variant.compiler)):
@@ -165,30 +198,48 @@ def _has_cs_pgo(compiler: str) -> bool:
 def _unknown(name: str, extra: str = "") -> PgolabError:
     return PgolabError(
         f"unknown variant {name!r}" + (f" ({extra})" if extra else ""),
-        hint="names are rel[_o2nofp][_native][_lto][_pgo_gen|_pgo_csgen|_pgo_use[_partial|_cs]][_clang|_clang19][_bolt]; "
+        hint="names are rel[_o2nofp][_native][_lto][_pgo_gen|_pgo_csgen|_pgo_use[_partial|_cs]][_clang|_clang19]"
+             "[_noplt][_nosi][_static][_jemalloc|_tcmalloc|_mimalloc][_bolt]; "
              "`pgolab variants` lists them")
 
 
 @dataclass(frozen=True)
 class Axis:
-    """One axis of the grammar as a report names it: the Variant field, its value without and with."""
+    """One axis of the grammar as a report names it: the Variant field, its value without and with, and
+    the short name a command line gives it (`pgolab best --axes`)."""
     name: str
     field: str
     without: object
     with_: object
+    token: str
 
 
 AXES = (
-    Axis("-O3", "o2nofp", True, False),                 # against -O2 -fno-omit-frame-pointer
-    Axis("-march=native", "native", False, True),
-    Axis("LTO", "lto", False, True),
-    Axis("clang", "compiler", "gcc", "clang"),
-    Axis("LLVM 19", "compiler", "clang", "clang19"),      # against clang 16
-    Axis("PGO", "pgo", "none", "use"),
-    Axis("partial training", "partial", False, True),
-    Axis("context-sensitive PGO", "cs", False, True),
-    Axis("BOLT", "bolt", False, True),
+    Axis("-O3", "o2nofp", True, False, "O3"),                 # against -O2 -fno-omit-frame-pointer
+    Axis("-march=native", "native", False, True, "native"),
+    Axis("LTO", "lto", False, True, "lto"),
+    Axis("clang", "compiler", "gcc", "clang", "clang"),
+    Axis("LLVM 19", "compiler", "clang", "clang19", "clang19"),      # against clang 16
+    Axis("PGO", "pgo", "none", "use", "pgo"),
+    Axis("partial training", "partial", False, True, "partial"),
+    Axis("context-sensitive PGO", "cs", False, True, "cs"),
+    Axis("-fno-plt", "noplt", False, True, "noplt"),
+    Axis("-fno-semantic-interposition", "nosi", False, True, "nosi"),
+    Axis("static libstdc++ and libgcc", "static_rt", False, True, "static"),
+    *(Axis(a, "allocator", "", a, a) for a in ALLOCATORS),
+    Axis("BOLT", "bolt", False, True, "bolt"),
 )
+
+
+def axes_named(tokens: str) -> tuple[Axis, ...]:
+    """`native,clang19,bolt` -> those axes, in AXES order."""
+    wanted = [t.strip() for t in tokens.split(",") if t.strip()]
+    known = {a.token: a for a in AXES}
+    unknown = [t for t in wanted if t not in known]
+    if unknown or not wanted:
+        raise PgolabError(f"unknown axis {', '.join(unknown)}" if unknown else f"no axis in {tokens!r}",
+                          hint=f"axes are {', '.join(known)}")
+    return tuple(a for a in AXES if a.token in wanted)
 
 
 @dataclass(frozen=True)
@@ -287,6 +338,14 @@ def flags_for(variant: Variant, toolchain, *, profile_dir: Path | None = None,
             flags.compile.append(f"{family.cs_generate_flag}={profile_dir.parent / 'cs-profile'}")
         if variant.partial:
             flags.compile += list(family.partial_training_flags)
+    if variant.noplt:
+        flags.compile.append("-fno-plt")
+    if variant.nosi:
+        flags.compile.append("-fno-semantic-interposition")
+    if variant.static_rt:
+        flags.link += ["-static-libstdc++", "-static-libgcc"]
+    if variant.allocator:
+        flags.link += allocator_link_flags(variant.allocator)
     if variant.bolt:
         flags.compile += list(family.bolt_flags)
         flags.link += BOLT_LINK_FLAGS
