@@ -300,3 +300,12 @@ def test_each_link_axis_pairs_with_its_twin():
         "-fno-plt": "rel_o2nofp_noplt", "-fno-semantic-interposition": "rel_o2nofp_nosi",
         "static libstdc++ and libgcc": "rel_o2nofp_static", "jemalloc": "rel_o2nofp_jemalloc",
         "mimalloc": "rel_o2nofp_mimalloc"}
+
+
+def test_the_function_bolt_asks_to_skip_is_read_from_its_error():
+    from pgolab.profiles.bolt import function_to_skip
+    out = ("BOLT-INFO: setting __hot_end to 0x1838ab4\nBOLT-ERROR: unable to get new address corresponding to input "
+           "address 0x49bdc1 in function ExecInterpExpr.llvm.5797916522844605125/1(*2). Consider adding this "
+           "function to --skip-funcs=...\n")
+    assert function_to_skip(out) == "ExecInterpExpr.llvm.5797916522844605125/1"
+    assert function_to_skip("BOLT-ERROR: something else\n") is None

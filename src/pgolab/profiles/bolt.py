@@ -12,6 +12,7 @@ the largest, is the profile.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -158,6 +159,14 @@ class BoltProfile:
 
     def overlap_figure(self, training: Path, benchmark: Path, runner: Runner) -> str | None:
         return None
+
+
+def function_to_skip(output: str) -> str | None:
+    """The function llvm-bolt says it cannot rewrite and asks to be skipped, e.g. BOLT 19 on
+    PostgreSQL's ExecInterpExpr (its computed gotos): `... in function NAME/1(*2). Consider adding
+    this function to --skip-funcs=...`; None if it asks for nothing."""
+    match = re.search(r"in function (\S+?)(?:\(\*\d+\))?\. Consider adding this function to --skip-funcs", output)
+    return match.group(1) if match else None
 
 
 def is_fdata_line(line: str) -> bool:

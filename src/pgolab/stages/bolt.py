@@ -21,10 +21,15 @@ from pathlib import Path
 from ..errors import PgolabError
 from ..phases import Phase, Reporter
 from ..profiles import seal
-from ..profiles.bolt import BoltProfile, parse_stats
+from ..profiles.bolt import BoltProfile, function_to_skip, parse_stats
+from ..runner import Runner
 from ..workloads import TrainingSpec
 from .context import RunnerFactory, SealedDigest, Serving
 from .pgo import train_into
+
+
+# Functions BOLT may ask to leave alone before pgolab gives up on a binary.
+MAX_SKIPPED = 8
 
 
 @dataclass
@@ -58,6 +63,25 @@ class BoltSteps:
         self.instrumented = self.dir / "instrumented"
         self.profile_dir = self.dir / "profile"
         self.optimized = self.dir / "optimized"
+        # Functions llvm-bolt could not rewrite, one a line: the instrument phase finds them, the
+        # optimize phase leaves them as they are too.
+        self.skip_file = self.dir / "skip-funcs.txt"
+
+    def skipped(self) -> list[str]:
+        return self.skip_file.read_text().split() if self.skip_file.exists() else []
+
+    def run_bolt(self, runner: Runner, argv: list[str], what: str, skipped: list[str]):
+        """llvm-bolt, again without each function it asks to skip (at most MAX_SKIPPED): the rest of
+        the binary is still laid out. Returns its result and the functions skipped."""
+        skipped = list(skipped)
+        while True:
+            result = runner.run(argv + ([f"--skip-funcs={','.join(skipped)}"] if skipped else []), what=what,
+                                check=False)
+            name = function_to_skip(result.output) if result.returncode != 0 else None
+            if name is None or name in skipped or len(skipped) >= MAX_SKIPPED:
+                return result, skipped
+            skipped.append(name)
+            self.ctx.reporter.message(f"BOLT cannot rewrite {name}; {what} again, leaving it as it is")
 
     def keep_input(self) -> None:
         """Every BOLT phase starts from a copy of the server as the compile installed it. The instrument
@@ -73,10 +97,15 @@ class BoltSteps:
     def instrument(self) -> dict:
         self.keep_input()
         runner = self.ctx.runner("bolt-instrument")
-        runner.run([self.tool.llvm_bolt, str(self.input), "-o", str(self.instrumented),
-                    *self.tool.generate_flags(self.profile_dir, self.dir)], what="llvm-bolt -instrument")
+        result, skipped = self.run_bolt(runner, [self.tool.llvm_bolt, str(self.input), "-o", str(self.instrumented),
+                                                 *self.tool.generate_flags(self.profile_dir, self.dir)],
+                                        "llvm-bolt -instrument", [])
+        if result.returncode != 0:
+            raise PgolabError(f"llvm-bolt -instrument failed (exit {result.returncode})", log=runner.log_path,
+                              hint="read the log's BOLT-ERROR line; a build without _bolt is not affected")
+        self.skip_file.write_text("".join(f"{name}\n" for name in skipped))
         shutil.copymode(self.input, self.instrumented)
-        return {"instrumented_bytes": self.instrumented.stat().st_size}
+        return {"instrumented_bytes": self.instrumented.stat().st_size, "skipped_functions": skipped}
 
     def train(self) -> dict:
         # A server finds its files relative to its own binary: PostgreSQL, configured for one fixed
@@ -98,8 +127,8 @@ class BoltSteps:
         self._require_input()
         runner = self.ctx.runner("bolt-optimize")
         options = self.tool.use_flags(self.profile_dir, self.dir)
-        result = runner.run([self.tool.llvm_bolt, str(self.input), "-o", str(self.optimized), *options],
-                            what="llvm-bolt optimize", check=False)
+        result, skipped = self.run_bolt(runner, [self.tool.llvm_bolt, str(self.input), "-o", str(self.optimized),
+                                                 *options], "llvm-bolt optimize", self.skipped())
         stats = parse_stats(result.output)
         if result.returncode != 0:
             raise PgolabError(f"llvm-bolt failed (exit {result.returncode}); a stale-profile error means the "
@@ -115,7 +144,8 @@ class BoltSteps:
         shutil.copy2(self.optimized, self.ctx.installed)
         self.ctx.reporter.message(f"BOLT: {stats.describe()}")
         # Which BOLT, with which options: releases differ (LLVM 19 orders functions by cdsort).
-        return {"stats": stats.as_dict(), "version": self.tool.version(), "options": options}
+        return {"stats": stats.as_dict(), "version": self.tool.version(), "options": options,
+                "skipped_functions": skipped}
 
     def _require_input(self) -> None:
         if not self.input.exists():
