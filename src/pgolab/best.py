@@ -17,17 +17,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from . import paths
 from .document import Column, Report, Table
 from .errors import PgolabError
+from .matrix import MatrixProgress, MatrixRequest, run_matrix
+from .measurement import MODEL_FIGURE
+from .report import analysis_of
 from .stats import Estimate
+from .store import Store
+from .toolchains import toolchain
 from .variants import AXES, Axis, Variant, parse
-
-if TYPE_CHECKING:
-    from .matrix import MatrixProgress, MatrixRequest
-    from .store import Store
 
 # The best build of the published MySQL 8.0.28 table (clang PGO+LTO, 1.77x).
 START = "rel_lto_pgo_use_clang"
@@ -187,14 +188,11 @@ class MatrixRounds:
     date are skipped), measured in cost mode against the start, in one store. The stored run is
     named after the round and the binaries, so a rebuild on another machine starts a run of its own."""
 
-    def __init__(self, request: "MatrixRequest", store: "Store", progress: "MatrixProgress", command: str):
+    def __init__(self, request: MatrixRequest, store: Store, progress: MatrixProgress, command: str):
         self.request, self.store, self.progress, self.command = request, store, progress, command
         self.runs: list[str] = []
 
     def measure(self, index: int, current: Variant, candidates: list[Variant]) -> tuple[str, dict[str, Estimate]]:
-        from .matrix import run_matrix
-        from .measurement import MODEL_FIGURE
-        from .report import analysis_of
         request = replace(self.request, variants=[current, *candidates], base=current.name,
                           run_name=f"{self.request.run_name}-round{index}-{{binaries}}", binaries=[])
         result = run_matrix(request, self.store, self.progress, self.command)
@@ -213,14 +211,12 @@ class MatrixRounds:
         return spent_hours(self.runs)
 
     def unmeasurable(self, candidate: Variant) -> str | None:
-        from .toolchains import toolchain
         if candidate.native and (avx512 := toolchain(candidate.compiler).native_avx512()):
             return f"-march=native enables {', '.join(avx512)} here, which valgrind's callgrind cannot run"
         return None
 
     def confirm(self, result: SearchResult) -> int:
         """The winner, the runner-up and the start in QPS, with the reference binaries; the run's id."""
-        from .matrix import run_matrix
         names = list(dict.fromkeys(n for n in (result.start, result.winner, result.runner_up()) if n))
         options = replace(self.request.options, modes=("qps",))
         request = replace(self.request, variants=[parse(n) for n in names], base=result.start, options=options,
