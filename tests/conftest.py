@@ -32,6 +32,16 @@ def need(program: str) -> None:
     pytest.skip(f"{program} is not installed: {fix} (scripts/setup-system.sh installs every tool)")
 
 
+@pytest.fixture(scope="module")
+def pg_tree(tmp_path_factory):
+    """PostgreSQL's source from Debian 12, fetched into the session's pgolab home (once per worker)."""
+    from pgolab import debian
+    from pgolab.runner import Runner
+    need("apt-get")
+    need("sysbench")
+    return debian.fetch("postgresql", None, Runner(tmp_path_factory.mktemp("src") / "source.log"))
+
+
 def long_test(what: str):
     """A test beyond CI's time budget: it runs on request (PGOLAB_LONG_TESTS=1), and its results are
     committed with the command that ran it."""

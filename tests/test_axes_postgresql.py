@@ -9,21 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from pgolab import debian, elf, toolchains
+from pgolab import elf, toolchains
 from pgolab.build import BuildRequest, Pipeline
 from pgolab.errors import PgolabError
-from pgolab.runner import Runner
 from pgolab.sources import SourceTree
 from pgolab.variants import parse
 from pgolab.workloads import parse_train
-
-from conftest import need
-
-
-@pytest.fixture(scope="module")
-def pg_tree(tmp_path_factory):
-    need("apt-get")
-    return debian.fetch("postgresql", None, Runner(tmp_path_factory.mktemp("src") / "source.log"))
 
 
 @pytest.mark.slow

@@ -18,23 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from pgolab import sources, debian
+from pgolab import sources
 from pgolab.build import BuildRequest, variant_dir
 from pgolab.quality import profile_check
-from pgolab.runner import Runner
 from pgolab.variants import parse
 from pgolab.workloads import parse_train
 
 from conftest import need, test_scratch
 
 TRAIN_SECONDS = 10
-
-
-@pytest.fixture(scope="module")
-def pg_tree(tmp_path_factory):
-    need("apt-get")
-    need("sysbench")
-    return debian.fetch("postgresql", None, Runner(tmp_path_factory.mktemp("src") / "source.log"))
 
 
 def pgolab(*args: str) -> list[str]:

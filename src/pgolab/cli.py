@@ -433,6 +433,31 @@ def _command_line() -> str:
     return "pgolab " + " ".join(__import__("shlex").quote(a) for a in sys.argv[1:])
 
 
+@app.command("train")
+def train_cmd(
+    binary: Path = typer.Option(..., "--binary", metavar="PATH", exists=True, dir_okay=False,
+                                help="the server you built with clang's -fprofile-generate (mariadbd, mysqld, postgres)"),
+    profile_dir: Path = typer.Option(..., "--profile-dir", metavar="DIR", file_okay=False,
+                                     help="where the raw and merged profiles go (earlier ones there are removed)"),
+    train: str = typer.Option("mix", "--train", metavar="LOADS",
+                              help="training loads, comma-separated: mix, mix-noselect, sysbench, script:PATH"),
+    train_seconds: int = TRAIN_SECONDS_OPTION,
+    train_connections: Optional[int] = TRAIN_CONNECTIONS_OPTION,
+) -> None:
+    """Train an instrumented server from your own build: start it on a fresh data directory with
+    absolute per-process profile files, run the load, stop it cleanly, merge, and print the flags
+    for your optimized build."""
+    from .user_build import train_binary
+    spec = parse_train(train, train_seconds, connections=train_connections)
+    console.print(f"training {binary} with {spec.label}")
+    trained = train_binary(binary, profile_dir, spec, report=console.print)
+    for line in trained.covered:
+        console.print(line)
+    console.print(f"profile: {trained.profile} ({trained.raw_files} raw files, {trained.raw_bytes / 1024:.0f} KiB, "
+                  f"{trained.functions} functions; {trained.compiler})")
+    console.print("compile the optimized build with (C and C++ flags): " + " ".join(trained.use_flags))
+
+
 @app.command("bench")
 @with_bench_options
 def bench_cmd(

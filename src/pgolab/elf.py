@@ -76,3 +76,13 @@ def needed_libraries(path: Path) -> list[str]:
         if tag == DT_NEEDED:
             out.append(names[value:names.index(b"\0", value)].decode(errors="replace"))
     return out
+
+
+def comment(path: Path) -> str:
+    """The .comment section (the compilers and their versions, NUL-separated), as text."""
+    found = next((s for s in sections(path) if s.name == ".comment"), None)
+    if found is None:
+        return ""
+    with open(path, "rb") as f:
+        f.seek(found.offset)
+        return f.read(found.size).replace(b"\0", b"\n").decode(errors="replace")

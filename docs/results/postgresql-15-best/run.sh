@@ -1,13 +1,13 @@
 #!/bin/bash
 # Issue 35, `pgolab best` on PostgreSQL 15: from the published best build (rel_lto_pgo_use_clang),
-# one axis at a time among -march=native, LLVM 19, context-sensitive PGO, -fno-plt, jemalloc and
+# one axis at a time among -march=native, LLVM 19, jemalloc and
 # BOLT, cost mode on the quick suite at 1 thread; the winner and the runner-up confirmed in QPS (2
 # instances of 3 paired 2-second blocks per test) against the start and Debian's postgres. The
 # other axes are left out to fit one session (each adds a build, most a PGO cycle, per round).
 # Resumable: each round is a stored matrix run named after its binaries.
 . "$(dirname "$0")/../proof-env.sh"
 S=$($P source postgresql --version 15)
-BEST=($P best "$S" --axes native,clang19,cs,noplt,jemalloc,bolt --suite quick --cost-jobs 2
+BEST=($P best "$S" --axes native,clang19,jemalloc,bolt --suite quick --cost-jobs 2
       --seconds 2 --instances 2 --blocks 3 --binary distro=/usr/lib/postgresql/15/bin/postgres
       --run pg15-best --store $OUT/results.sqlite --out $OUT/report)
 # The rounds (builds and cost) beside a background build; then, with it paused (queue.sh --pause:

@@ -1,0 +1,57 @@
+"""`pgolab train --binary`: PGO inside the user's own build. PostgreSQL is built here the way a user
+would, `configure && make && make install` with clang's -fprofile-generate and no pgolab; pgolab
+trains the installed server, merges its profile and prints the flag that compiles the optimized
+build with it."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pgolab import user_build
+from pgolab.errors import PgolabError
+
+from conftest import need, test_scratch
+
+
+@pytest.mark.slow
+def test_a_server_built_without_pgolab_is_trained_and_its_profile_merged(pg_tree):
+    need("clang-16")
+    build, prefix = test_scratch() / "user-build", test_scratch() / "user-install"
+    build.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "CC": "clang-16", "CFLAGS": "-O2 -fprofile-generate"}
+    for argv in ([str(pg_tree.path / "configure"), f"--prefix={prefix}", "--without-icu", "--without-readline"],
+                 ["make", "-j2"], ["make", "install"]):
+        done = subprocess.run(argv, cwd=build, env=env, capture_output=True, text=True, timeout=3000)
+        assert done.returncode == 0, (argv, done.stdout[-2000:], done.stderr[-3000:])
+    binary = prefix / "bin" / "postgres"
+    assert user_build.compiler_of(binary).name == "clang"
+
+    profiles = test_scratch() / "user-profiles"
+    profiles.mkdir(parents=True, exist_ok=True)
+    (profiles / "raw-from-before.profraw").write_bytes(b"old")       # an earlier training's file goes
+    run = subprocess.run([sys.executable, "-m", "pgolab", "train", "--binary", str(binary), "--profile-dir",
+                          str(profiles), "--train-seconds", "10"], capture_output=True, text=True, timeout=900)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    assert "removed 1 profile files of an earlier training" in out
+    merged = profiles / "default.profdata"
+    assert merged.stat().st_size > 0 and not (profiles / "raw-from-before.profraw").exists()
+    functions = int(re.search(r"(\d+) functions; clang\)", out.replace("\n", " ")).group(1))
+    assert functions > 1000
+    assert f"-fprofile-use={merged}" in out.replace("\n", "")
+    # Every process the training started wrote a file of its own (PostgreSQL forks per connection).
+    assert len(list(profiles.glob("raw-*.profraw"))) > 2
+
+
+def test_a_binary_without_clang_instrumentation_is_refused_with_what_to_do(tmp_path):
+    with pytest.raises(PgolabError, match="carries no profile instrumentation") as err:
+        user_build.compiler_of(Path(sys.executable).resolve())
+    assert "-fprofile-generate" in err.value.hint
+    text = tmp_path / "postgres"
+    text.write_text("#!/bin/sh\n")
+    with pytest.raises(PgolabError, match="not an ELF executable"):
+        user_build.compiler_of(text)
