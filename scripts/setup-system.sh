@@ -42,6 +42,7 @@ PACKAGES=(
   gcc g++ binutils
   clang-16 llvm-16 lld-16 bolt-16 libclang-rt-16-dev
   clang-19 llvm-19 lld-19 bolt-19 libclang-rt-19-dev   # the _clang19 axis
+  libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev   # the allocator axis
   sysbench mariadb-server mariadb-client
   postgresql-15 postgresql-client-15
   valgrind procps xz-utils

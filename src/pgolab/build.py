@@ -183,7 +183,8 @@ class Pipeline:
         servers = self.servers
         return BoltContext(
             dir=self.layout.bolt_dir, installed=self.target.server_binary(self.layout.install_dir),
-            tool=bolt_profile(servers.installation("final").forks_backends, self.toolchain.family.llvm_version), sealed_digest=self.read_sealed(),
+            tool=bolt_profile(servers.installation("final").forks_backends, self.toolchain.family.llvm_version),
+            sealed_digest=self.read_sealed(),
             state_file=self.layout.state_file, train=self.request.train, runner=self.runners, servers=servers,
             reporter=self.reporter)
 

@@ -226,6 +226,7 @@ TRAIN_SECONDS_OPTION = typer.Option(150, "--train-seconds", metavar="N", help="l
 TRAIN_CONNECTIONS_OPTION = typer.Option(None, "--train-connections", metavar="N",
                                         help="connections of the training (the mix's and sysbench's); "
                                              "default: each load's own (mix 4, sysbench 2)")
+TRAIN_EVERY_BUILD_OPTION = typer.Option("mix", "--train", metavar="LOADS", help="training load of every PGO and BOLT build")
 JOBS_OPTION = typer.Option(os.cpu_count() or 2, "--jobs", "-j", metavar="N", help="parallel compile jobs")
 
 
@@ -525,7 +526,7 @@ def matrix_cmd(
     base: str = typer.Option("rel_o2nofp", "--base", metavar="LABEL",
                              help="the build every other one is compared with "
                                   "(in a series: of the first source, or SERVER-VERSION:VARIANT)"),
-    train: str = typer.Option("mix", "--train", metavar="LOADS", help="training load of every PGO and BOLT build"),
+    train: str = TRAIN_EVERY_BUILD_OPTION,
     train_seconds: int = TRAIN_SECONDS_OPTION,
     train_connections: Optional[int] = TRAIN_CONNECTIONS_OPTION,
     jobs: int = JOBS_OPTION,
@@ -580,7 +581,7 @@ def best_cmd(
     axes: Optional[str] = typer.Option(None, "--axes", metavar="TOKEN,...",
                                        help="only these axes (e.g. native,clang19,cs,bolt,jemalloc); default: all"),
     no_confirm: bool = typer.Option(False, "--no-confirm", help="skip the QPS confirmation of the winner"),
-    train: str = typer.Option("mix", "--train", metavar="LOADS", help="training load of every PGO and BOLT build"),
+    train: str = TRAIN_EVERY_BUILD_OPTION,
     train_seconds: int = TRAIN_SECONDS_OPTION,
     train_connections: Optional[int] = TRAIN_CONNECTIONS_OPTION,
     jobs: int = JOBS_OPTION,
