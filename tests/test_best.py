@@ -122,3 +122,11 @@ def test_the_search_can_be_kept_to_some_axes():
     with pytest.raises(PgolabError, match="unknown axis llvm19") as err:
         axes_named("native,llvm19")
     assert "clang19" in err.value.hint
+
+
+def test_the_path_report_exports_in_every_format(tmp_path):
+    from pgolab.render import export
+    result = best.search(parse(best.START), FakeRounds())
+    files = export(best.path_report(result, "postgresql 15.18"), tmp_path)
+    assert "rel_native_lto_pgo_use_clang19" in files["markdown"].read_text()
+    assert (tmp_path / "best_path.csv").exists() and files["html"].exists()

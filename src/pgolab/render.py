@@ -61,13 +61,14 @@ class MarkupRenderer:
         out = [self.heading(1, report.title)]
         out += [self.paragraph(f) for f in report.facts]
         tables = {t.key: t for t in report.tables}
-        for key in ("builds", "groups"):
+        first = [key for key in ("builds", "groups") if key in tables]   # a run's report leads with them
+        for key in first:
             out.append(self.table(tables[key]))
         if images:
             out.append(self.heading(2, "Charts"))
             out.append(self.images(images))
         for t in report.tables:
-            if t.key not in ("builds", "groups"):
+            if t.key not in first:
                 out.append(self.table(t))
         for title, text in report.notes:
             out += [self.heading(2, title), self.paragraph(text)]
