@@ -78,10 +78,12 @@ class Fleet:
         loaders = {base_family: self.targets[self.base]}
         for t in self.targets.values():
             loaders.setdefault(t.data_family, t)
-        if not any((self.workdir / f"golden{'' if f == base_family else '-' + f}.done").exists() for f in loaders):
+        # A one-family run keeps its old names (no suffix).
+        suffixes = {family: "" if family == base_family else f"-{family}" for family in loaders}
+        if not any((self.workdir / f"golden{suffix}.done").exists() for suffix in suffixes.values()):
             check_disk(self.workdir, self.options.data_bytes(), len(loaders) + len(self.targets) * len(self.options.modes))
         for family, loader in loaders.items():
-            suffix = "" if family == base_family else f"-{family}"   # a one-family run keeps its old names
+            suffix = suffixes[family]
             self.golden[family] = prepare_golden(loader, self.workdir, self.options, self.runner(f"load{suffix}"),
                                                  f"golden{suffix}")
 
