@@ -43,6 +43,8 @@ LAYERS: dict[str, int] = {
     # Debian's source packages; the compilers' profiles (gcc, clang: flags, merge, checks), then the
     # compilers and their tools, which make them
     "debian": 3, "profiles": 3, "toolchains": 3,
+    # the distribution's own build of a server (what a drop-in package is configured like)
+    "distribution": 3,
     # variant names, axes and flags (per compiler); BOLT's profile, which finds llvm-bolt in toolchains
     "variants": 4, "profiles.bolt": 4,
     # per-server recipes; server processes; a build's folder
@@ -74,6 +76,8 @@ LAYERS: dict[str, int] = {
     "render": 15, "charts": 15,
     # drivers of builds and benchmarks
     "matrix": 16, "quality": 16, "merge": 16,
+    # a finished build as a .deb over the distribution's server, or a tarball, with what a run measured
+    "package": 16,
     # a matrix on a Dask cluster: one task per build on the workers, merged here
     "cluster": 17,
     # the search for the fastest build: rounds of matrices, read through the report's analysis

@@ -46,6 +46,9 @@ PACKAGES=(
   sysbench mariadb-server mariadb-client
   postgresql-15 postgresql-client-15
   valgrind procps xz-utils
+  # pgolab package: a tarball's rpath; the .deb's throwaway Debian root in the tests (and iproute2's
+  # ip, which brings its network namespace's loopback up)
+  patchelf mmdebstrap iproute2
   # MySQL builds use these system libraries instead of their bundled copies (targets/mysql.py).
   libssl-dev zlib1g-dev libzstd-dev liblz4-dev libicu-dev libedit-dev
   libprotobuf-dev libprotoc-dev protobuf-compiler libnuma-dev libcurl4-openssl-dev libldap-dev

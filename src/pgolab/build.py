@@ -21,13 +21,14 @@ from pathlib import Path
 
 from . import __version__, elf, profile_file, reproducible
 from .chain import BuildChain
+from .distribution import DistributionBuild
 from .errors import PgolabError
 from .layout import BuildLayout, stop_leftover_processes, variant_dir
 from .phases import Phase, PhaseEngine, PhaseState, QuietReporter, Reporter, digest
 from .profiles import sealed_digest
 from .profiles.bolt import bolt_profile
 from .record import BuildRecord, SourceInfo
-from .runner import Runner
+from .runner import Runner, home_runner
 from .sources import SourceTree, content_digest, file_digest, tree_digest
 from .stages.bolt import BoltContext, bolt_phases
 from .stages.compile import CompileContext, compile_phases
@@ -40,7 +41,8 @@ from .toolchains import toolchain as find_toolchain
 from .variants import FlagSet, Variant, flags_for
 from .workloads import TrainingSpec
 
-__all__ = ["BuildRequest", "BuildResult", "Pipeline", "build", "variant_dir", "Reporter", "QuietReporter"]
+__all__ = ["BuildRequest", "BuildResult", "Pipeline", "build", "like_distribution", "variant_dir", "Reporter",
+           "QuietReporter"]
 
 
 @dataclass
@@ -54,10 +56,20 @@ class BuildRequest:
     smoke: bool = True
     label: str | None = None   # the build's folder name; lets one variant be built with several trainings
     profile_file: Path | None = None   # a PGO build compiles with this exported profile instead of training
+    # The profile file may come from another tree of this server; this share of its functions must apply.
+    stale_min_match: float | None = None
+    # Configured like the distribution's package of this server (what `pgolab package` replaces); its
+    # instrumented builds are too, since a profile is read by objects compiled like those that wrote it.
+    distribution: DistributionBuild | None = None
 
     @property
     def name(self) -> str:
-        return self.label or self.variant.name
+        return (self.label or self.variant.name) + (self.distribution.suffix if self.distribution else "")
+
+    @property
+    def configure_args(self) -> list[str]:
+        """The distribution's options first, the user's after them: the later of two options wins."""
+        return [*(self.distribution.configure_args if self.distribution else ()), *self.extra_args]
 
 
 @dataclass
@@ -160,7 +172,7 @@ class Pipeline:
             target=self.target, source=self.request.source.path, variant=variant, toolchain=self.toolchain,
             flags=flags, build_dir=self.layout.build_dir, install_dir=self.layout.install_dir,
             profile_dir=self.profile_dir, runner=self.runners, reporter=self.reporter, jobs=self.request.jobs,
-            extra_args=self.request.extra_args, use_ccache=self.request.use_ccache)
+            extra_args=self.request.configure_args, use_ccache=self.request.use_ccache)
 
     def pgo_context(self) -> PgoContext:
         owner = self.profile_owner
@@ -177,7 +189,8 @@ class Pipeline:
             trains=makes and not imports, retrain_from=PROFILE_IMPORT if imports else TRAINING_PHASES[0],
             sealed_digest=owner.read_sealed(), build_log=self.layout.log("build"), train=self.request.train,
             runner=self.runners, servers=self.servers, reporter=self.reporter,
-            profile_file=self.request.profile_file if imports and makes else None, expected=expected)
+            profile_file=self.request.profile_file if imports and makes else None, expected=expected,
+            stale_min_match=self.request.stale_min_match if imports and makes else None)
 
     def bolt_context(self) -> BoltContext:
         servers = self.servers
@@ -212,7 +225,7 @@ class Pipeline:
             self.state = PhaseState(self.layout.state_file)
             versions = self.toolchain.versions()
             start = digest(__version__, self.source_digest, self.variant.name, versions,
-                           self.request.extra_args, self.request.source.server)
+                           self.request.configure_args, self.request.source.server)
             # What this build's profile comes from, built or found up to date: a change there
             # re-runs everything after it.
             upstream = self.chain.run_upstream()
@@ -273,9 +286,15 @@ class Pipeline:
             native_avx512=self.toolchain.native_avx512() if self.variant.native else None,
             bolt={k: phases[k] for k in ("bolt-merge", "bolt-optimize") if k in phases} or None,
             profile_check=json.loads(check.read_text()) if check.exists() else None,
+            distribution=self.request.distribution.as_dict() if self.request.distribution else None,
         )
         record.save()
         return record
+
+
+def like_distribution(tree: SourceTree) -> DistributionBuild:
+    """How the distribution's package of this server was configured (the server's recipe reads it)."""
+    return target_for(tree.server).distribution_build(tree, home_runner("distribution"))
 
 
 def build(request: BuildRequest, reporter: Reporter | None = None) -> BuildResult:

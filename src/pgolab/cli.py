@@ -21,7 +21,7 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from . import debian, paths, sources, toolchains
 from . import variants as variants_mod
-from .build import BuildRequest, build as run_build
+from .build import BuildRequest, build as run_build, like_distribution
 from .errors import PgolabError, from_os_error
 from .fleet import BenchOptions
 from .render import console_for_output, rich_table
@@ -277,6 +277,16 @@ def build_cmd(
     profile: Optional[Path] = typer.Option(None, "--profile", metavar="FILE", exists=True, dir_okay=False,
                                            help="compile a PGO variant with this exported profile "
                                                 "(pgolab profile export) instead of training"),
+    stale_profile: bool = typer.Option(False, "--stale-profile",
+                                       help="accept a --profile trained on another tree of this server (upstream "
+                                            "against Debian's, another release); the build says how much applies"),
+    min_profile_match: float = typer.Option(50.0, "--min-profile-match", metavar="PCT",
+                                            help="with --stale-profile: refuse the build below this share of the "
+                                                 "profile's functions applying"),
+    distribution_options: bool = typer.Option(
+        False, "--distribution-options",
+        help="configure like Debian's package of this server (its paths and features), as `pgolab package` "
+             "needs; built beside the plain build, labelled +debian"),
 ) -> None:
     """Build variants; a PGO variant runs the whole pipeline (instrument, train, merge, optimize)."""
     tree = _resolve_source(source_arg)
@@ -287,12 +297,22 @@ def build_cmd(
         raise PgolabError("--label names one build", hint="give one --variant with --label")
     if profile and (len(parsed) > 1 or not parsed[0].reads_profile):
         raise PgolabError("--profile is the profile of one PGO build", hint="give one PGO --variant, e.g. rel_pgo_use")
+    if stale_profile and not profile:
+        raise PgolabError("--stale-profile says how to read a --profile FILE", hint="give --profile FILE with it")
+    if not 0 <= min_profile_match <= 100:
+        raise PgolabError(f"--min-profile-match {min_profile_match} is not a percentage", hint="give 0 to 100")
+    distribution = like_distribution(tree) if distribution_options else None
     console.print(f"source: {tree.server} {tree.version} at {tree.path}")
+    if distribution:
+        console.print(f"configured like Debian's {distribution.package} {distribution.version} "
+                      f"(options read from {distribution.read_from})")
     records = []
     for v in parsed:
         console.rule(f"{v.name}: {v.describe()}")
         request = BuildRequest(tree, v, spec, jobs=jobs, extra_args=list(cmake_arg), use_ccache=not no_ccache,
-                               smoke=not no_smoke, label=label, profile_file=profile.absolute() if profile else None)
+                               smoke=not no_smoke, label=label, profile_file=profile.absolute() if profile else None,
+                               distribution=distribution,
+                               stale_min_match=min_profile_match / 100 if stale_profile else None)
         with _progress_display() as progress:
             result = run_build(request, RichReporter(progress))
         if result.up_to_date:
@@ -663,6 +683,33 @@ def _show_run(store, run_id: int, out_dir: Optional[Path], also: tuple[Path, ...
             shutil.copy(path, out_dir / path.name)
             files.append(path.name)
         console.print(f"exported to {out_dir}: {', '.join(files)}")
+
+
+@app.command("package")
+def package_cmd(
+    build_label: str = typer.Argument(..., metavar="BUILD",
+                                      help="a finished build's label, e.g. rel_lto_pgo_use_clang+debian"),
+    fmt: str = typer.Option("deb", "--format", metavar="FORMAT",
+                            help="deb: a drop-in over the distribution's server binary (a build made with "
+                                 "--distribution-options); tar: a relocatable binary tarball"),
+    out_dir: Path = typer.Option(Path("."), "--out", "-o", metavar="DIR", help="where the package is written"),
+    store_path: Optional[Path] = typer.Option(None, "--store", metavar="FILE",
+                                              help="a store whose run measured this build: its headline goes "
+                                                   "into the package's README"),
+    run: Optional[str] = typer.Option(None, "--run", metavar="RUN", help="that run (default: the store's newest)"),
+) -> None:
+    """Package a finished build: a .deb that replaces Debian's server binary (dpkg-divert; removal
+    puts it back), or a binary tarball; both carry the build record and the measured gain."""
+    from .package import package
+    from .runner import home_runner
+    from .store import Store
+    made = package(build_label, fmt, out_dir.absolute(), home_runner("package"),
+                   Store(store_path) if store_path else None, run)
+    if made.features:
+        console.print(made.features.markdown())
+    if made.binary_digest:
+        console.print(f"server binary sha256 as packaged: {made.binary_digest}", soft_wrap=True)
+    out.print(str(made.path))
 
 
 @app.command("report")

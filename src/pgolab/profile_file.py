@@ -60,9 +60,12 @@ class ProfileIdentity:
         except TypeError as exc:     # a field every format has is missing
             raise PgolabError(f"{where} is incomplete: {exc}", hint="export the profile again")
 
-    def mismatch(self, expected: "ProfileIdentity") -> list[str]:
-        """The fields that make this profile unreadable for a build expecting `expected`."""
-        checked = ("server", "source_digest", "instrumented_variant", "compiler")
+    def mismatch(self, expected: "ProfileIdentity", stale: bool = False) -> list[str]:
+        """The fields that make this profile unreadable for a build expecting `expected`. A stale
+        profile (`--stale-profile`) may come from another tree of the same server: the compile then
+        says how much of it still applies."""
+        checked = ("server", "instrumented_variant", "compiler") if stale else \
+            ("server", "source_digest", "instrumented_variant", "compiler")
         return [f"{name} (profile: {getattr(self, name)}, build: {getattr(expected, name)})"
                 for name in checked if getattr(self, name) != getattr(expected, name)]
 
@@ -134,14 +137,18 @@ def read_identity(path: Path) -> ProfileIdentity:
                           hint="give a file written by `pgolab profile export`")
 
 
-def unpack(path: Path, expected: ProfileIdentity, tool: ProfileTool, profile_dir: Path) -> ProfileIdentity:
+def unpack(path: Path, expected: ProfileIdentity, tool: ProfileTool, profile_dir: Path,
+           stale: bool = False) -> ProfileIdentity:
     """The profile into `profile_dir` (emptied first), after checking it belongs to this build;
     refused, naming the fields that differ, if it does not."""
     identity = read_identity(path)
-    differing = identity.mismatch(expected)
+    differing = identity.mismatch(expected, stale)
     if differing:
+        another_tree = not stale and identity.mismatch(expected, stale=True) == []
         raise PgolabError(f"the profile in {path} was not made for this build: {'; '.join(differing)} differ",
-                          hint="export the profile of a build of this source and variant with this compiler")
+                          hint="add --stale-profile to use a profile of another tree of this server (the build "
+                               "then says how much of it applies)" if another_tree else
+                               "export the profile of a build of this source and variant with this compiler")
     if profile_dir.exists():
         for old in profile_dir.iterdir():
             if old.is_file():

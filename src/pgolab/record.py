@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from . import paths
+from .distribution import DistributionBuild
 from .errors import PgolabError
 from .profiles import ConsumptionCheck
 from .profiles.bolt import BoltStats
@@ -19,8 +20,8 @@ from .stored import known_fields
 
 RECORD_FILE = "build.json"
 # build.json's format: 1 had no version field; 2 adds it; 3 adds code_bytes and bolt; 4 adds
-# binary_digest. A newer file is refused, not misread.
-RECORD_VERSION = 4
+# binary_digest; 5 adds distribution. A newer file is refused, not misread.
+RECORD_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,9 @@ class BuildRecord:
     native_avx512: list[str] | None = None
     bolt: dict | None = None        # BOLT's own statistics, for _bolt variants
     profile_check: dict | None = None
+    # The distribution package a build configured like it replaces (distribution.DistributionBuild;
+    # None: configured pgolab's way, or recorded before version 5)
+    distribution: dict | None = None
     record_version: int = RECORD_VERSION
     kind = "variant"      # a run's target that pgolab built
 
@@ -99,6 +103,10 @@ class BuildRecord:
         if not stats:
             return None
         return BoltStats(**{f.name: stats.get(f.name, 0) for f in fields(BoltStats)})   # older: fewer counts
+
+    @property
+    def distribution_build(self) -> DistributionBuild | None:
+        return DistributionBuild.from_dict(self.distribution) if self.distribution else None
 
     @property
     def overlap(self) -> ProfileOverlap | None:

@@ -9,7 +9,7 @@ bolt is imported by name (`pgolab.profiles.bolt`), not from here: it finds llvm-
 toolchains, which makes gcc's and clang's profile tools; importing it here would close a loop.
 """
 
-from .base import (ConsumptionCheck, ProfileTool, RawProfileStats, files_digest, object_files, raw_stats,
+from .base import (ConsumptionCheck, ProfileMatch, ProfileTool, RawProfileStats, files_digest, object_files, raw_stats,
                    require_raw_profiles, require_used)
 from .clang import MERGED_PROFILE, ClangProfile, clang_object_used_profile
 from .gcc import GccProfile, gcda_name
@@ -17,7 +17,7 @@ from .overlap import OverlapReport, overlap
 from .sealing import SEAL, raw_digest, require_sealed, seal, sealed_digest
 
 __all__ = [
-    "ConsumptionCheck", "ProfileTool", "RawProfileStats", "files_digest", "object_files", "raw_stats",
+    "ConsumptionCheck", "ProfileMatch", "ProfileTool", "RawProfileStats", "files_digest", "object_files", "raw_stats",
     "require_raw_profiles", "require_used",
     "MERGED_PROFILE", "ClangProfile", "clang_object_used_profile",
     "GccProfile", "gcda_name",

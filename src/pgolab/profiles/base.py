@@ -37,10 +37,29 @@ class ConsumptionCheck:
 
     def describe(self) -> str:
         return (f"{self.with_profile} of {self.objects} objects compiled with profile data "
-                f"({self.mismatched} mismatch warnings); checked by {self.method}")
+                f"({self.mismatched} functions changed since the profile was written); checked by {self.method}")
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class ProfileMatch:
+    """How much of a profile a compile could apply: the functions the profile holds, and those the
+    compiler reported as changed since (their counts are dropped)."""
+    functions: int
+    mismatched: int
+
+    @property
+    def share(self) -> float:
+        return max(0.0, 1 - self.mismatched / self.functions) if self.functions else 0.0
+
+    def describe(self) -> str:
+        return (f"{self.share * 100:.1f}% of the profile's {self.functions} functions apply "
+                f"({self.mismatched} changed since it was trained)")
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "share": round(self.share, 4)}
 
 
 class ProfileTool(Protocol):
@@ -58,6 +77,8 @@ class ProfileTool(Protocol):
         """The merged profile's files, those an optimized compile reads (what `profile export` ships)."""
     def digest(self, profile_dir: Path) -> str: ...
     def check_used(self, build_dir: Path, profile_dir: Path, build_log: Path) -> ConsumptionCheck: ...
+    def profile_functions(self, profile_dir: Path, runner: Runner) -> int:
+        """How many functions the profile holds counts for (a stale profile's match share's base)."""
     def function_weights(self, profile_dir: Path, build_dir: Path, runner: Runner,
                          scratch: Path) -> dict[str, int]: ...
     def overlap_figure(self, training: Path, benchmark: Path, runner: Runner) -> str | None: ...

@@ -86,6 +86,11 @@ class ClangProfile:
                                 "in each object", len(objects),
                                 sum(1 for o in objects if clang_object_used_profile(build_dir / o)), mismatched)
 
+    def profile_functions(self, profile_dir: Path, runner: Runner) -> int:
+        show = runner.run([self.profdata, "show", str(profile_dir / MERGED_PROFILE)], what="llvm-profdata show").output
+        found = re.search(r"Total functions:\s*(\d+)", show)
+        return int(found.group(1)) if found else 0
+
     def function_weights(self, profile_dir: Path, build_dir: Path, runner: Runner, scratch: Path) -> dict[str, int]:
         """Function -> sum of its counters, from `llvm-profdata merge --text`."""
         text = runner.run([self.profdata, "merge", "--text", "-o", "-", str(profile_dir / MERGED_PROFILE)],

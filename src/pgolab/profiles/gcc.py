@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,18 @@ def gcda_name(object_rel: Path) -> str:
     """The .gcda file gcc writes for an object, given -fprofile-prefix-path=<build dir>:
     the object's path relative to the build directory, extension dropped, '/' -> '#'."""
     return str(object_rel.with_suffix("")).replace("/", "#") + ".gcda"
+
+
+# gcc warns once per counter kind (arcs, time profiler, ...) of a function whose profile no longer
+# matches its code, and drops that function's counts; the functions are counted once each, by where
+# they are. (A warning that only its source lines moved keeps the counts: not counted.)
+_MISMATCH = re.compile(r"^(\S+?:\d+):\d+: warning: .*function [‘'`]([^’']+)[’'] does not match"
+                       r".*\[-Wcoverage-mismatch\]", re.M)
+
+
+def mismatched_functions(build_log_text: str) -> set[tuple[str, str]]:
+    """(file:line, function) of every function gcc found changed since its profile was written."""
+    return set(_MISMATCH.findall(build_log_text))
 
 
 class GccProfile:
@@ -59,10 +72,19 @@ class GccProfile:
         build wrote for the same source (gcc reads exactly that file)."""
         objects = object_files(build_dir)
         names = {p.name for p in profile_dir.glob("*.gcda")}
-        text = log_text(build_log)
-        mismatched = text.count("[-Wcoverage-mismatch]") + text.count("profile data may be corrupted")
+        mismatched = len(mismatched_functions(log_text(build_log)))
         return ConsumptionCheck("matching each object to its .gcda file", len(objects),
                                 sum(1 for o in objects if gcda_name(o) in names), mismatched)
+
+    def profile_functions(self, profile_dir: Path, runner: Runner) -> int:
+        """The FUNCTION records of every .gcda file (gcov-dump's listing)."""
+        files = sorted(profile_dir.glob("*.gcda"))
+        count = 0
+        for start in range(0, len(files), 200):      # argv of a bounded length
+            listing = runner.run(["gcov-dump", *map(str, files[start:start + 200])], what="gcov-dump",
+                                 log_output=False).output
+            count += sum(1 for line in listing.splitlines() if ":FUNCTION " in line or line.rstrip().endswith(":FUNCTION"))
+        return count
 
     def function_weights(self, profile_dir: Path, build_dir: Path, runner: Runner, scratch: Path) -> dict[str, int]:
         """Function -> entry count, read with gcov from .gcda files and the instrumented build's

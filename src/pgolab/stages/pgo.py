@@ -13,7 +13,8 @@ from .. import profile_file
 from ..paths import chown_tree
 from ..profile_file import ProfileIdentity
 from ..phases import Phase, Reporter
-from ..profiles import ProfileTool, raw_stats, require_raw_profiles, require_used, seal
+from ..errors import PgolabError
+from ..profiles import ProfileMatch, ProfileTool, raw_stats, require_raw_profiles, require_used, seal
 from ..sources import file_digest
 from ..workloads import TrainingSpec, run_training
 from .compile import CompileContext, compile_phases
@@ -55,6 +56,9 @@ class PgoContext:
     # Instead of a training: a profile file, and what it must have been made from.
     profile_file: Path | None = None
     expected: ProfileIdentity | None = None
+    # A profile file of another tree of this server (--stale-profile): the share of its functions that
+    # must still apply, checked after the compile.
+    stale_min_match: float | None = None
 
 
 def pgo_phases(ctx: PgoContext) -> list[Phase]:
@@ -117,14 +121,29 @@ def merge(ctx: PgoContext) -> dict:
 
 def import_profile(ctx: PgoContext) -> dict:
     assert ctx.profile_file is not None and ctx.expected is not None
-    identity = profile_file.unpack(ctx.profile_file, ctx.expected, ctx.tool, ctx.profile_dir)
+    stale = ctx.stale_min_match is not None
+    identity = profile_file.unpack(ctx.profile_file, ctx.expected, ctx.tool, ctx.profile_dir, stale)
+    other_tree = identity.source_digest != ctx.expected.source_digest
     ctx.reporter.message(f"profile of {identity.made_by}, trained with {identity.training}: "
-                         f"{identity.files} files, {identity.bytes / 1024:.0f} KiB")
+                         f"{identity.files} files, {identity.bytes / 1024:.0f} KiB"
+                         + (f"; stale: trained on {identity.server} {identity.source_version}, another tree"
+                            if other_tree else ""))
     return {"file": str(ctx.profile_file.absolute()), "training": identity.training, "made_by": identity.made_by,
-            "files": identity.files, "sealed": seal(ctx.profile_dir, ctx.tool)}
+            "files": identity.files, "sealed": seal(ctx.profile_dir, ctx.tool),
+            "stale_from": {"version": identity.source_version, "source_digest": identity.source_digest}
+            if other_tree else None}
 
 
 def check(ctx: PgoContext) -> dict:
     result = require_used(ctx.tool.check_used(ctx.compile.build_dir, ctx.profile_dir, ctx.build_log), ctx.build_log)
     ctx.reporter.message(f"profile used: {result.describe()}")
-    return result.as_dict()
+    if ctx.stale_min_match is None:
+        return result.as_dict()
+    match = ProfileMatch(ctx.tool.profile_functions(ctx.profile_dir, ctx.runner("check-profile")), result.mismatched)
+    ctx.reporter.message(f"stale profile: {match.describe()}")
+    if match.share < ctx.stale_min_match:
+        raise PgolabError(f"the stale profile applies to {match.share * 100:.1f}% of its functions "
+                          f"({match.mismatched} of {match.functions} changed), below --min-profile-match "
+                          f"{ctx.stale_min_match * 100:.0f}%", log=ctx.build_log,
+                          hint="train on this tree (leave --profile out), or lower --min-profile-match")
+    return {**result.as_dict(), "match": match.as_dict()}

@@ -47,6 +47,15 @@ class MariaDBTarget:
     server = "mariadb"
     server_program = "mariadbd"
 
+    def installed_tree(self, install_dir: Path) -> Path:
+        """Everything the install wrote."""
+        return install_dir
+
+    def distribution_build(self, tree, runner: Runner):
+        """Debian's cmake options for this server are not read yet (issue 33): refused, not guessed."""
+        raise PgolabError(f"a build configured like Debian's package is made for PostgreSQL only so far, not {self.server}",
+                          hint="leave --distribution-options out, or build PostgreSQL's")
+
     def adapt_flags(self, variant: Variant, flags: FlagSet) -> FlagSet:
         """Flags this recipe passes as given (MySQL swaps some for its own options)."""
         return flags

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..distribution import DistributionBuild, DroppedOption, installed_version, require_packages, tree_debian_version
+from ..errors import PgolabError
 from ..runner import Runner
+from ..sources import SourceTree
 from ..variants import FlagSet, Variant
 from ..mix import MixOptions, PostgreSQLMix
 from .base import Cmd, CostEntry, unprivileged_user
@@ -33,6 +37,69 @@ POSTGRESQL_MAKE_DIRS = [
     "src/bin/pg_ctl",
     "src/bin/psql",
 ]
+
+
+# Debian's configure options for its server package that a drop-in build leaves out: each builds
+# something other than the server binary, or is the variant's to decide. Keyed by the option's name.
+_JIT = ("the JIT provider (llvmjit.so) is a library of its own: the package's stays installed "
+        "and the new server loads it")
+DEBIAN_DROPPED = {
+    "--with-tcl": "PL/Tcl is a package of its own (postgresql-pltcl-MAJOR), not part of the server binary",
+    "--with-perl": "PL/Perl is a package of its own (postgresql-plperl-MAJOR), not part of the server binary",
+    "--with-python": "PL/Python is a package of its own (postgresql-plpython3-MAJOR), not part of the server binary",
+    "PYTHON": "PL/Python's interpreter (see --with-python)",
+    "--enable-tap-tests": "the regression tests' option",
+    "PROVE": "the regression tests' tool",
+    "--with-llvm": _JIT, "LLVM_CONFIG": _JIT, "CLANG": _JIT,
+    "--with-extra-version": "replaced by the built tree's own Debian version: pg_ctl and initdb refuse a "
+                            "server whose version string differs from theirs in one character",
+}
+# What each kept feature needs on the building machine: (a file that shows it, the package with it).
+DEBIAN_FEATURE_PACKAGES = {
+    "--with-openssl": ("/usr/include/openssl/ssl.h", "libssl-dev"),
+    "--with-pam": ("/usr/include/security/pam_appl.h", "libpam0g-dev"),
+    "--with-libxml": ("/usr/include/libxml2/libxml/parser.h", "libxml2-dev"),
+    "--with-libxslt": ("/usr/include/libxslt/xslt.h", "libxslt1-dev"),
+    "--with-gssapi": ("/usr/include/gssapi/gssapi.h", "libkrb5-dev"),
+    "--with-ldap": ("/usr/include/ldap.h", "libldap-dev"),
+    "--with-icu": ("/usr/include/unicode/ucol.h", "libicu-dev"),
+    "--with-lz4": ("/usr/include/lz4.h", "liblz4-dev"),
+    "--with-zstd": ("/usr/include/zstd.h", "libzstd-dev"),
+    "--with-systemd": ("/usr/include/systemd/sd-daemon.h", "libsystemd-dev"),
+    "--with-selinux": ("/usr/include/selinux/label.h", "libselinux1-dev"),
+    "--with-uuid": ("/usr/include/uuid/uuid.h", "uuid-dev"),
+    "--enable-dtrace": ("/usr/bin/dtrace", "systemtap-sdt-dev"),
+    "--enable-nls": ("/usr/bin/msgfmt", "gettext"),
+}
+# In CFLAGS and CXXFLAGS, the variant decides optimisation and frame pointers; Debian's hardening
+# flags stay. (Given CFLAGS, configure adds no -O2 of its own: every variant's flags carry one.)
+VARIANT_CFLAGS = ("-O", "-fno-omit-frame-pointer", "-fomit-frame-pointer")
+
+
+def debian_configure(recorded: list[str], debian_version: str, configure_text: str) -> tuple[list[str], list[DroppedOption]]:
+    """Debian's recorded configure line (pg_config --configure, split) as a drop-in build's options,
+    for a tree whose configure script is `configure_text`."""
+    kept, dropped = [], []
+    for arg in recorded:
+        name = arg.split("=", 1)[0]
+        if name in DEBIAN_DROPPED:
+            dropped.append(DroppedOption(arg, DEBIAN_DROPPED[name]))
+        elif name.startswith("--") and not name.startswith(("--with", "--enable", "--disable")) \
+                and name not in configure_text:
+            # Debian regenerates configure with a newer autoconf (--runstatedir came with 2.70); the
+            # tree's own script refuses an option it does not know, even with option checking off.
+            dropped.append(DroppedOption(arg, "this tree's configure script does not know it (Debian's regenerated one does)"))
+        elif name in ("CFLAGS", "CXXFLAGS"):
+            words = arg.split("=", 1)[1].split()
+            variant_words = [w for w in words if w.startswith(VARIANT_CFLAGS)]
+            kept.append(f"{name}=" + " ".join(w for w in words if w not in variant_words))
+            if variant_words:
+                dropped.append(DroppedOption(f"{name}: {' '.join(variant_words)}",
+                                             "the variant's optimisation and frame pointers"))
+        else:
+            kept.append(arg)
+    kept.append(f"--with-extra-version= (Debian {debian_version})")
+    return kept, dropped
 
 
 def copt(flags: FlagSet) -> str:
@@ -106,16 +173,57 @@ class PostgreSQLTarget:
 
     def install(self, tree: Path, build_dir: Path, install_dir: Path, runner: Runner,
                 flags: FlagSet) -> None:
-        """Into a staging folder through DESTDIR, then moved to install_dir: the binaries were
-        configured for INSTALL_PREFIX and find their files relative to where they are."""
-        shutil.rmtree(install_dir, ignore_errors=True)
+        """Into a staging folder through DESTDIR, then moved to install_dir: the binaries find their
+        files relative to where they are. A build configured for INSTALL_PREFIX moves that folder. One
+        configured like Debian's package spreads over /usr (bin under /usr/lib/postgresql/MAJOR, share
+        under /usr/share/postgresql/MAJOR): the whole staged root is kept beside install_dir, which
+        links to the folder holding bin/, so that the server still finds share/ from where it is."""
+        install_root = install_dir.with_name("root")
+        if install_dir.is_symlink():
+            install_dir.unlink()
+        for old in (install_dir, install_root):
+            shutil.rmtree(old, ignore_errors=True)
         staging = install_dir.with_name(install_dir.name + ".staging")
         shutil.rmtree(staging, ignore_errors=True)
         for d in install_dirs(tree):
             runner.run(["make", "-C", str(build_dir / d), "install", f"DESTDIR={staging}", *self.make_vars(flags)],
                        what=f"make install ({d})")
-        (staging / INSTALL_PREFIX.lstrip("/")).rename(install_dir)
-        shutil.rmtree(staging)
+        if (staging / INSTALL_PREFIX.lstrip("/")).is_dir():
+            (staging / INSTALL_PREFIX.lstrip("/")).rename(install_dir)
+            shutil.rmtree(staging)
+            return
+        servers = list(staging.glob("**/bin/postgres"))
+        if len(servers) != 1:
+            raise PgolabError(f"make install put {len(servers)} bin/postgres under {staging}",
+                              hint="see the install log; remove the build folder and build again")
+        staging.rename(install_root)
+        # A relative link: the build folder can move (a copied home) and the link still holds.
+        install_dir.symlink_to(Path(install_root.name) / servers[0].parent.parent.relative_to(staging))
+
+    def installed_tree(self, install_dir: Path) -> Path:
+        """Everything make install wrote: install_dir itself, or the staged root it links into."""
+        return install_dir.with_name("root") if install_dir.is_symlink() else install_dir
+
+    def distribution_build(self, tree: SourceTree, runner: Runner) -> DistributionBuild:
+        """Debian's own configure options for postgresql-MAJOR, read from the configure line its
+        pg_config recorded (the package's build, not a guess), kept where they shape the server."""
+        major = tree.version.split(".")[0]
+        package, client = f"postgresql-{major}", f"postgresql-client-{major}"
+        pg_config = Path(f"/usr/lib/postgresql/{major}/bin/pg_config")
+        if not pg_config.exists():
+            raise PgolabError(f"{pg_config} not found: Debian's configure options for {package} are read from it",
+                              hint=f"apt-get install {client}")
+        recorded = shlex.split(runner.run([str(pg_config), "--configure"], what="pg_config --configure").output)
+        version = tree_debian_version(tree.path)
+        kept, dropped = debian_configure(recorded, version, (tree.path / "configure").read_text(errors="replace"))
+        dropped = [replace(d, why=d.why.replace("MAJOR", major)) for d in dropped]
+        names = {arg.split("=", 1)[0] for arg in kept}
+        require_packages({file: pkg for option, (file, pkg) in DEBIAN_FEATURE_PACKAGES.items() if option in names},
+                         runner, f"PostgreSQL {major} configured like {package}")
+        return DistributionBuild(
+            package=package, version=version, server_path=f"/usr/lib/postgresql/{major}/bin/postgres",
+            configure_args=tuple(kept), dropped=tuple(dropped),
+            read_from=f"{pg_config} --configure ({client} {installed_version(client, runner) or 'version unknown'})")
 
     def server_binary(self, install_dir: Path) -> Path:
         return install_dir / "bin" / "postgres"

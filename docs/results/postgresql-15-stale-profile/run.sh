@@ -1,0 +1,41 @@
+#!/bin/bash
+# Issue 33, what a stale profile costs, on PostgreSQL 15.18: clang PGO+ThinLTO (rel_lto_pgo_use_clang)
+# of the upstream tarball, trained on that tree itself (fresh), compiled with the profile trained on
+# Debian's patched tree of the same release (stale: Debian's 11 patches touch 5 backend files), and
+# rel_o2nofp (no PGO) as the base; Debian's tree's own PGO build rides along as a binary. Cost mode,
+# quick suite. Then the same Debian-tree profile offered to PostgreSQL 18.6 (another major release):
+# its match share, and the refusal below --min-profile-match. Resumable.
+. "$(dirname "$0")/../proof-env.sh"
+S=$($P source postgresql --version 15)
+H=${PGOLAB_HOME:-/var/cache/pgolab}
+U=$(ls "$H"/sources/postgresql-15_15.18.orig.tar.bz2)
+$P build "$S" --variant rel_lto_pgo_use_clang </dev/null
+$P profile export rel_lto_pgo_use_clang --source "$S" -o $OUT/debian-tree.profile.tgz </dev/null
+$P build "$U" --variant rel_o2nofp --variant rel_lto_pgo_use_clang </dev/null
+$P build "$U" --variant rel_lto_pgo_use_clang --profile $OUT/debian-tree.profile.tgz --stale-profile \
+  --label stale-from-debian-tree </dev/null
+UT=$($P source "$U" 2>/dev/null | tail -1)
+# The Debian tree's PGO build, by its record (both trees are 15.18: their build folders differ by digest).
+DEB=$($P builds --json | "$(dirname "$P")/python" -c 'import json,sys; print(next(r["server_binary"] for r in json.load(sys.stdin)
+  if r["label"] == "rel_lto_pgo_use_clang" and r["source"]["path"] == sys.argv[1]))' "$S")
+$P builds --markdown --server postgresql-15 > $OUT/builds.md
+"$(dirname "$P")/python" - "$H" > $OUT/profile-match.md <<'PY'
+import json, sys
+from pathlib import Path
+print("| build | source | objects with profile | profile functions | changed | share applied |\n|---|---|---|---|---|---|")
+for f in sorted(Path(sys.argv[1], "builds").glob("postgresql-*/*/build.json")):
+    r = json.loads(f.read_text())
+    check = r.get("profile", {}).get("check-profile")
+    if not check or not r["variant"].startswith("rel_lto_pgo_use_clang"):
+        continue
+    m = check.get("match") or {}
+    print(f"| {r['label']} | {r['source']['path']} | {check['with_profile']} of {check['objects']} | "
+          f"{m.get('functions', '')} | {m.get('mismatched', check.get('mismatched', ''))} | {m.get('share', 'not stale')} |")
+PY
+$P bench --source "$UT" --base rel_o2nofp --variant rel_lto_pgo_use_clang --variant stale-from-debian-tree \
+  --binary debian-tree-pgo="$DEB" --measure cost --suite quick --cost-jobs 2 \
+  --run 'pg15-stale-{binaries}' --store $OUT/results.sqlite --out $OUT/report </dev/null > $OUT/report.txt
+# Another major release: the 15.18 profile against PostgreSQL 18.6's tree, refused below 50 %.
+S18=$($P source postgresql --version 18)
+$P build "$S18" --variant rel_lto_pgo_use_clang --profile $OUT/debian-tree.profile.tgz --stale-profile \
+  --label stale-from-15 </dev/null > $OUT/pg18-stale.txt 2>&1 || echo "exit $?" >> $OUT/pg18-stale.txt

@@ -1,0 +1,267 @@
+"""`pgolab package`: a PostgreSQL build configured like Debian's postgresql-15 (with the link and
+run-time axes -fno-plt, -fno-semantic-interposition and jemalloc), packaged as a .deb that diverts
+Debian's server binary, installed, run and removed in a throwaway Debian 12 root (mmdebstrap, never
+this machine's own system); and as a tarball unpacked elsewhere and started."""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from pgolab import elf, package as package_mod
+from pgolab.distribution import DistributionBuild, DroppedOption, tree_debian_version
+from pgolab.errors import PgolabError
+from pgolab.targets.postgresql import debian_configure
+
+from conftest import need
+from conftest import test_scratch as scratch_root  # (a test_* name here would be collected as a test)
+
+VARIANT = "rel_o2nofp_noplt_nosi_jemalloc"
+LABEL = f"{VARIANT}+debian"
+MIRROR = "http://deb.debian.org/debian"
+# The root is made once per machine and Debian version (about a minute), then unpacked per test.
+ROOTS = Path(os.environ.get("PGOLAB_TEST_ROOTS", "/var/cache/pgolab-test-roots"))
+
+
+def pgolab(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pgolab", *args], capture_output=True, text=True, **kwargs)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def debian_root(version: str, into: Path) -> Path:
+    """A minimal Debian 12 root with postgresql-15 (= version) installed and its apt lists kept."""
+    need("mmdebstrap")
+    ROOTS.mkdir(parents=True, exist_ok=True)
+    # Documentation left out, but for pgolab's packages: the test reads the build record they carry.
+    argv = ["mmdebstrap", "--variant=minbase", f"--include=postgresql-15={version}", "--skip=cleanup/apt/lists",
+            "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-include=/usr/share/doc/pgolab-*",
+            "--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/locale/*", "bookworm"]
+    recipe = hashlib.sha256(" ".join(argv).encode()).hexdigest()[:10]
+    cached = ROOTS / f"bookworm-postgresql-15_{version}-{recipe}.tar"
+    if not cached.exists():
+        partial = cached.with_suffix(".partial.tar")
+        made = subprocess.run([*argv, str(partial), MIRROR], capture_output=True, text=True, timeout=1200)
+        assert made.returncode == 0, made.stderr[-3000:]
+        partial.rename(cached)
+    into.mkdir(parents=True)
+    with tarfile.open(cached) as tar:
+        tar.extractall(into, filter="fully_trusted")
+    return into
+
+
+def in_root(root: Path, script: str, check: bool = True, network: bool = False) -> subprocess.CompletedProcess:
+    """One shell script in the root, in namespaces of its own (mounts, processes and, unless it needs
+    Debian's mirror, a network with only loopback up): whatever it starts ends with it, and this
+    machine's /proc and ports are untouched."""
+    if network:
+        shutil.copy("/etc/resolv.conf", root / "etc" / "resolv.conf")
+    isolated = [] if network else ["--net"]
+    up = "" if network else "ip link set lo up && "
+    # POSIX shared memory (PostgreSQL's dynamic segments) needs a world-writable /dev/shm, a tmpfs as
+    # on a booted system; mounted in this namespace, it goes with it.
+    argv = ["unshare", "--mount", "--pid", *isolated, "--fork", f"--mount-proc={root / 'proc'}",
+            "sh", "-c", f"{up}mount -t tmpfs -o mode=1777 tmpfs {root / 'dev/shm'} && exec chroot {root} /bin/sh -ec \"$0\"",
+            script]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900,
+                          env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"})
+    if check:
+        assert done.returncode == 0, f"{script}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+    return done
+
+
+SERVER = "/usr/lib/postgresql/15/bin/postgres"
+# Start the cluster as Debian does (pg_ctlcluster), report the running binary and what it answers.
+RUN_CLUSTER = f"""
+pg_ctlcluster 15 main start
+pid=$(head -1 /var/lib/postgresql/15/main/postmaster.pid)
+echo "exe=$(readlink /proc/$pid/exe)"
+echo "digest=$(sha256sum /proc/$pid/exe | cut -d' ' -f1)"
+echo "version=$(su postgres -c "psql -Atc 'SELECT version()'")"
+echo "ssl=$(su postgres -c "psql -Atc 'SHOW ssl'")"
+pg_ctlcluster 15 main stop
+"""
+
+
+def answers(output: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
+
+
+@pytest.mark.slow
+def test_a_debian_configured_build_is_a_drop_in_deb_and_a_tarball(pg_tree, tmp_path):
+    need("unshare")
+    build = pgolab("build", str(pg_tree.path), "--variant", VARIANT, "--distribution-options", "--json", timeout=2400)
+    assert build.returncode == 0, build.stdout + build.stderr
+    record = json.loads(build.stdout)[0]
+    version = tree_debian_version(pg_tree.path)
+    # Debian's own version string: pg_ctl and initdb refuse a server whose version differs from theirs.
+    assert record["label"] == LABEL and f"15.18 (Debian {version}) on" in record["smoke"]
+    assert record["distribution"]["package"] == "postgresql-15"
+    binary = Path(record["server_binary"])
+    # The link and run-time axes: on every compile line, jemalloc needed, (almost) no PLT left against
+    # Debian's build of the same server, which has one stub per library function it calls.
+    assert any(n.startswith("libjemalloc.so") for n in elf.needed_libraries(binary))
+    log = (Path(record["logs"]) / "build.log").read_text(errors="replace")
+    compiles = [line for line in log.splitlines() if " -c " in line and "postgres.c" in line]
+    assert compiles and all("-fno-plt" in c and "-fno-semantic-interposition" in c for c in compiles)
+    debian_postgres = Path(SERVER)
+    plt = {s.name: s.size for s in elf.sections(binary)}.get(".plt", 0)
+    assert plt < {s.name: s.size for s in elf.sections(debian_postgres)}[".plt"] / 4
+    # Debian's features: OpenSSL, ICU, LZ4, zstd and systemd are linked as in Debian's binary.
+    for lib in ("libssl", "libicuuc", "liblz4", "libzstd", "libsystemd"):
+        assert any(n.startswith(lib) for n in elf.needed_libraries(binary)), lib
+
+    out = tmp_path / "packages"
+    deb = pgolab("package", LABEL, "--format", "deb", "-o", str(out), timeout=600)
+    assert deb.returncode == 0, deb.stdout + deb.stderr
+    # Against this machine's Debian binary, which may be of a later point release than the tree: a
+    # parameter only it has must be one the tree does not define.
+    said = " ".join((deb.stdout + deb.stderr).split())
+    assert "configuration parameters (postgres --describe-config)" in said and "only in this build" not in said
+    theirs = re.findall(r"only in the distribution's binary: `\w+`( \(not defined in the built source tree\))?", said)
+    assert all(theirs), said
+    deb_path = Path(deb.stdout.strip().splitlines()[-1])
+    packaged_digest = re.search(r"sha256 as packaged: (\w+)", deb.stdout + deb.stderr).group(1)
+    fields = subprocess.run(["dpkg-deb", "--field", str(deb_path)], capture_output=True, text=True).stdout
+    assert f"postgresql-15 (= {version})" in fields and re.search(r"libjemalloc2 \(>= [^)]+\)", fields), fields
+
+    root = debian_root(version, tmp_path / "root")
+    shutil.copy(deb_path, root / "tmp" / "pgolab.deb")
+    debian_digest = sha256(root / SERVER.lstrip("/"))
+    before = answers(in_root(root, RUN_CLUSTER).stdout)
+    assert before["digest"] == debian_digest and f"(Debian {version})" in before["version"] and before["ssl"] == "on"
+
+    # apt resolves what the package depends on (jemalloc is not in the root yet) and runs its preinst.
+    in_root(root, "DEBIAN_FRONTEND=noninteractive apt-get install -y -q /tmp/pgolab.deb", network=True)
+    assert f"diversion of {SERVER} to {SERVER}.distrib by pgolab-postgresql-15" in \
+        in_root(root, f"dpkg-divert --list {SERVER}").stdout
+    assert sha256(root / f"{SERVER.lstrip('/')}.distrib") == debian_digest
+    replaced = answers(in_root(root, RUN_CLUSTER).stdout)
+    assert replaced["exe"] == SERVER and replaced["digest"] == packaged_digest
+    assert replaced["version"] == before["version"] and replaced["ssl"] == "on"
+    docs = root / "usr/share/doc/pgolab-postgresql-15"
+    assert json.loads((docs / "build.json").read_text())["binary_digest"] == record["binary_digest"]
+    assert "--with-llvm" in (docs / "README.md").read_text()     # what was left out, and why
+
+    in_root(root, "dpkg -r pgolab-postgresql-15")
+    assert in_root(root, f"dpkg-divert --list {SERVER}").stdout.strip() == ""
+    assert not (root / f"{SERVER.lstrip('/')}.distrib").exists()
+    after = answers(in_root(root, RUN_CLUSTER).stdout)
+    assert after["digest"] == debian_digest and after["version"] == before["version"]
+
+    # The tarball, unpacked elsewhere: its setup script initialises a data directory, its server starts
+    # from there, and its psql loads the tarball's own libpq.
+    tar = pgolab("package", LABEL, "--format", "tar", "-o", str(out), timeout=600)
+    assert tar.returncode == 0, tar.stdout + tar.stderr
+    unpacked = scratch_root() / "unpacked"
+    shutil.rmtree(unpacked, ignore_errors=True)
+    unpacked.mkdir(parents=True)
+    with tarfile.open(tar.stdout.strip().splitlines()[-1]) as f:
+        f.extractall(unpacked, filter="fully_trusted")
+    top = next(unpacked.iterdir())
+    subprocess.run(["chown", "-R", "pgolab", str(unpacked)], check=True)
+    as_user = ["runuser", "-u", "pgolab", "--"]
+    data, sock = unpacked / "data", unpacked / "sock"
+    sock.mkdir()
+    subprocess.run(["chown", "pgolab", str(sock)], check=True)
+    setup = subprocess.run([*as_user, str(top / "setup-datadir"), str(data)], capture_output=True, text=True)
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    bindir = top / "usr/lib/postgresql/15/bin"
+    server = subprocess.Popen([*as_user, str(bindir / "postgres"), "-D", str(data), "-c", "listen_addresses=",
+                               "-k", str(sock), "-p", "5499"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(100):
+            if (sock / ".s.PGSQL.5499").exists():
+                break
+            time.sleep(0.2)
+        psql = subprocess.run([*as_user, str(bindir / "psql"), "-h", str(sock), "-p", "5499", "-d", "postgres",
+                               "-Atc", "SELECT version()"], capture_output=True, text=True)
+        assert psql.returncode == 0 and f"(Debian {version})" in psql.stdout, psql.stderr
+        pid = (data / "postmaster.pid").read_text().split()[0]
+        assert Path(f"/proc/{pid}/exe").resolve() == (bindir / "postgres").resolve()
+        ldd = subprocess.run(["ldd", str(bindir / "psql")], capture_output=True, text=True).stdout
+        assert str(top) in next(line for line in ldd.splitlines() if "libpq.so" in line)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def test_debian_options_keep_the_server_s_features_and_drop_what_builds_other_things():
+    recorded = ["--prefix=/usr", "--runstatedir=/run", "--with-openssl", "--with-perl", "--with-llvm",
+                "LLVM_CONFIG=/usr/bin/llvm-config-14", "CFLAGS=-g -O2 -fstack-protector-strong -fno-omit-frame-pointer",
+                "--with-extra-version= (Debian 15.20-0+deb12u1)", "--enable-tap-tests"]
+    kept, dropped = debian_configure(recorded, "15.18-0+deb12u1", "ac_subst --prefix")
+    assert kept == ["--prefix=/usr", "--with-openssl", "CFLAGS=-g -fstack-protector-strong",
+                    "--with-extra-version= (Debian 15.18-0+deb12u1)"]
+    assert {d.option.split("=")[0] for d in dropped} == {
+        "--runstatedir", "--with-perl", "--with-llvm", "LLVM_CONFIG", "CFLAGS: -O2 -fno-omit-frame-pointer",
+        "--with-extra-version", "--enable-tap-tests"}
+    assert all(d.why for d in dropped)
+
+
+DISTRIBUTION = DistributionBuild("postgresql-15", "15.18-0+deb12u1", SERVER, ("--prefix=/usr",),
+                                 (DroppedOption("--with-llvm", "why"),), "pg_config --configure")
+
+
+def test_the_package_depends_on_exactly_the_version_it_replaces_and_diverts_its_binary_back_on_removal():
+    from pgolab.record import BuildRecord, SourceInfo
+    record = BuildRecord("x+debian", VARIANT, "gcc -O2", "postgresql", SourceInfo(), {}, {}, "/b/postgres", "/i", "/l")
+    control = package_mod.control_file(record, DISTRIBUTION, ["libc6 (>= 2.34)"], "amd64")
+    assert "Package: pgolab-postgresql-15\n" in control and "Version: 15.18-0+deb12u1+pgolab1\n" in control
+    assert "Depends: postgresql-15 (= 15.18-0+deb12u1), libc6 (>= 2.34)\n" in control
+    scripts = package_mod.maintainer_scripts(DISTRIBUTION)
+    assert f"--divert {SERVER}.distrib --add {SERVER}" in scripts["preinst"]
+    assert f"--divert {SERVER}.distrib --remove {SERVER}" in scripts["postrm"]
+    assert "abort-install" in scripts["postrm"]
+
+
+def test_a_build_configured_pgolab_s_way_is_refused_as_a_deb(tmp_path):
+    from pgolab.record import BuildRecord, SourceInfo
+    record = BuildRecord(VARIANT, VARIANT, "gcc -O2", "postgresql", SourceInfo(), {}, {}, "/b/postgres", "/i", "/l")
+    with pytest.raises(PgolabError, match="configured pgolab's way") as err:
+        package_mod.make_deb(record, tmp_path, None)
+    assert "--distribution-options" in err.value.hint
+    with pytest.raises(PgolabError, match="unknown package format"):
+        package_mod.package(VARIANT, "rpm", tmp_path, None)
+
+
+def test_a_tree_without_debian_packaging_is_refused(tmp_path):
+    with pytest.raises(PgolabError, match="no debian/changelog") as err:
+        tree_debian_version(tmp_path)
+    assert "pgolab source" in err.value.hint
+
+
+def test_the_measured_gain_is_the_run_s_headline_row_for_the_build_and_another_label_is_refused(tmp_path):
+    from pgolab.record import BuildRecord, SourceInfo
+    from test_report import synthetic_store
+    store = synthetic_store(tmp_path, speedup=1.25)
+    record = BuildRecord("b", VARIANT, "gcc -O2", "postgresql", SourceInfo(), {}, {}, "/b/postgres", "/i", "/l")
+    gain = package_mod.measured_gain(record, store, "r")
+    assert "base a" in gain and "host:" in gain and "| b |" in gain and "| a |" not in gain
+    assert re.search(r"\| b \| 1\.2[45]", gain), gain
+    with pytest.raises(PgolabError, match="measured no build 'c'") as err:
+        package_mod.measured_gain(BuildRecord("c", VARIANT, "", "postgresql", SourceInfo(), {}, {}, "", "", ""),
+                                  store, "r")
+    assert "its builds: b;" in err.value.hint
+
+
+def test_without_the_distribution_s_pg_config_the_options_are_refused_with_its_package(tmp_path):
+    from pgolab.runner import Runner
+    from pgolab.sources import SourceTree
+    from pgolab.targets import target_for
+    tree = SourceTree(tmp_path, "postgresql", "99.1")
+    with pytest.raises(PgolabError, match="pg_config not found") as err:
+        target_for("postgresql").distribution_build(tree, Runner(tmp_path / "log"))
+    assert err.value.hint == "apt-get install postgresql-client-99"
+    with pytest.raises(PgolabError, match="PostgreSQL only so far, not mariadb"):
+        target_for("mariadb").distribution_build(tree, Runner(tmp_path / "log"))
