@@ -215,9 +215,11 @@ DISTRIBUTION = DistributionBuild("postgresql-15", "15.18-0+deb12u1", SERVER, ("-
 
 def test_the_package_depends_on_exactly_the_version_it_replaces_and_diverts_its_binary_back_on_removal():
     from pgolab.record import BuildRecord, SourceInfo
-    record = BuildRecord("x+debian", VARIANT, "gcc -O2", "postgresql", SourceInfo(), {}, {}, "/b/postgres", "/i", "/l")
+    record = BuildRecord("x+debian", VARIANT, "gcc -O2", "postgresql", SourceInfo(), {}, {}, "/b/postgres", "/i", "/l",
+                         binary_digest="0123456789" + "ab" * 27)
     control = package_mod.control_file(record, DISTRIBUTION, ["libc6 (>= 2.34)"], "amd64")
-    assert "Package: pgolab-postgresql-15\n" in control and "Version: 15.18-0+deb12u1+pgolab1\n" in control
+    # Two builds of one version are two package versions, told by their binaries.
+    assert "Package: pgolab-postgresql-15\n" in control and "Version: 15.18-0+deb12u1+pgolab.0123456789\n" in control
     assert "Depends: postgresql-15 (= 15.18-0+deb12u1), libc6 (>= 2.34)\n" in control
     scripts = package_mod.maintainer_scripts(DISTRIBUTION)
     assert f"--divert {SERVER}.distrib --add {SERVER}" in scripts["preinst"]

@@ -117,3 +117,17 @@ def test_the_build_s_profile_check_refuses_a_stale_profile_below_the_threshold_a
         pgo.check(ctx(0.9))
     assert "lower --min-profile-match" in err.value.hint
     assert "match" not in pgo.check(ctx(None))      # a fresh profile is not matched against anything
+
+
+def test_gcc_counts_each_compiled_copy_of_a_changed_function_once_by_its_arcs_warning():
+    from pgolab.profiles.gcc import mismatched_functions
+    log = "\n".join([
+        "a.c:1:5: warning: number of counters in profile data for function ‘f’ does not match its profile data "
+        "(counter ‘arcs’, expected 2 and have 3) [-Wcoverage-mismatch]",
+        "a.c:1:5: warning: the control flow of function ‘f’ does not match its profile data (counter "
+        "‘time_profiler’) [-Wcoverage-mismatch]",
+        "../b.c:1:5: warning: the control flow of function 'f' does not match its profile data (counter 'arcs') "
+        "[-Wcoverage-mismatch]",
+        "c.c:9:5: warning: source locations for function ‘g’ have changed, the profile data may be out of date "
+        "[-Wcoverage-mismatch]"])
+    assert mismatched_functions(log) == 2      # f in a.c and in b.c; g keeps its counts

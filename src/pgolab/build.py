@@ -181,7 +181,8 @@ class Pipeline:
         imports, makes = self.chain.imports, owner is self
         expected = profile_file.expected_identity(
             self.request.source.server, content_digest(self.request.source.path, self.source_digest),
-            self.variant.instrumented().name, self.toolchain.versions()) if imports and makes else None
+            profile_file.instrumented_name(self.variant, self.request.distribution), self.toolchain.versions()) \
+            if imports and makes else None
         return PgoContext(
             compile=self.compile_context(), tool=self.profile_tool, profile_dir=self.profile_dir,
             instrumented_profile_dir=self.instrumented.profile_dir if self.instrumented else self.profile_dir,
@@ -190,7 +191,8 @@ class Pipeline:
             sealed_digest=owner.read_sealed(), build_log=self.layout.log("build"), train=self.request.train,
             runner=self.runners, servers=self.servers, reporter=self.reporter,
             profile_file=self.request.profile_file if imports and makes else None, expected=expected,
-            stale_min_match=self.request.stale_min_match if imports and makes else None)
+            # A _bolt build's twin imports the profile but runs no check: the build that compiles checks.
+            stale_min_match=self.request.stale_min_match if imports else None)
 
     def bolt_context(self) -> BoltContext:
         servers = self.servers

@@ -74,9 +74,10 @@ def package_name(distribution: DistributionBuild) -> str:
     return PACKAGE_PREFIX + distribution.package
 
 
-def package_version(distribution: DistributionBuild) -> str:
-    """Sorts after the version it replaces, so apt sees it as that version's rebuild."""
-    return f"{distribution.version}+pgolab1"
+def package_version(record: BuildRecord, distribution: DistributionBuild) -> str:
+    """The version it replaces, and which build this is (its binary's digest): two builds of one
+    version are two package versions, and one does not overwrite the other's file."""
+    return f"{distribution.version}+pgolab.{(record.binary_digest or 'unknown')[:10]}"
 
 
 def control_file(record: BuildRecord, distribution: DistributionBuild, depends: list[str], arch: str) -> str:
@@ -86,7 +87,7 @@ def control_file(record: BuildRecord, distribution: DistributionBuild, depends: 
              f"source: {record.description}. Removing this package puts the distribution's binary back.")
     return "\n".join([
         f"Package: {name}",
-        f"Version: {package_version(distribution)}",
+        f"Version: {package_version(record, distribution)}",
         f"Architecture: {arch}",
         "Maintainer: pgolab <pgolab@localhost>",
         "Section: database",
@@ -156,7 +157,7 @@ def readme(record: BuildRecord, distribution: DistributionBuild | None, check: F
              f"- training: {record.training or 'none'}",
              "- toolchain: " + ", ".join(f"{k} {v}" for k, v in sorted(record.toolchain.items())),
              f"- server binary sha256: `{record.binary_digest}` as built"
-             + (f"; `{packaged_digest}` as packaged (debug info stripped)" if packaged_digest else ""),
+             + (f"; `{packaged_digest}` as packaged (debug info stripped)" if packaged_digest and packaged_digest != record.binary_digest else ""),
              f"- built in {record.build_seconds / 60:.1f} min ({record.build_cpu_seconds / 60:.1f} CPU min)", ""]
     if distribution:
         lines += [f"Configured like Debian's {distribution.package} {distribution.version} "
@@ -200,7 +201,7 @@ def make_deb(record: BuildRecord, out_dir: Path, runner: Runner, gain: str | Non
             (control / script).write_text(text)
             (control / script).chmod(0o755)
         out_dir.mkdir(parents=True, exist_ok=True)
-        deb = out_dir / f"{name}_{package_version(distribution)}_{arch}.deb"
+        deb = out_dir / f"{name}_{package_version(record, distribution)}_{arch}.deb"
         runner.run(["dpkg-deb", "--root-owner-group", "--build", str(root), str(deb)], what="dpkg-deb --build")
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -228,7 +229,7 @@ def make_tar(record: BuildRecord, out_dir: Path, runner: Runner, gain: str | Non
     staging = scratch.make("tar")
     try:
         shutil.copytree(tree, staging / top, symlinks=True)
-        bindir = Path(record.server_binary).resolve().parent.relative_to(tree)
+        bindir = Path(record.server_binary).resolve().parent.relative_to(tree.resolve())
         libpq = sorted((staging / top).glob("**/libpq.so.*"))
         for program in (staging / top / bindir).iterdir():
             if libpq and program.is_file() and not program.is_symlink() and \
@@ -247,7 +248,7 @@ def make_tar(record: BuildRecord, out_dir: Path, runner: Runner, gain: str | Non
             tar.add(staging / top, arcname=top)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return Package(path, "tar", None)
+    return Package(path, "tar", None, record.binary_digest)
 
 
 def measured_gain(record: BuildRecord, store: Store, run_ref: str | None) -> str:
@@ -274,5 +275,10 @@ def package(label: str, fmt: str, out_dir: Path, runner: Runner, store: Store | 
     if record.server != "postgresql":
         raise PgolabError(f"packaging is made for PostgreSQL builds so far, not {record.server}",
                           hint="package a PostgreSQL build; MariaDB's and MySQL's are issue 33's next step")
+    binary = Path(record.server_binary)
+    if not binary.is_file() or file_digest(binary) != record.binary_digest:
+        raise PgolabError(f"{binary} is not the binary {record.label}'s build record describes",
+                          hint="a later build of it stopped before its record was written: build it again "
+                               "to the end, then package it")
     gain = measured_gain(record, store, run_ref) if store else None
     return (make_deb if fmt == "deb" else make_tar)(record, out_dir, runner, gain)

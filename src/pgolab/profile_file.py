@@ -75,6 +75,12 @@ def expected_identity(server: str, source_digest: str, instrumented_variant: str
     return ProfileIdentity(server, source_digest, instrumented_variant, compiler, "", "", "", 0, 0, "")
 
 
+def instrumented_name(variant, distribution) -> str:
+    """The instrumented build a profile comes from, as its identity names it: configured like the
+    distribution's package, its objects differ (other features compiled in), so its name says so."""
+    return variant.instrumented().name + (distribution.suffix if distribution else "")
+
+
 def export_build(label: str, source: Path | None, out: Path) -> ProfileIdentity:
     """`pgolab profile export`: the profile of the newest finished build of that label (or the one
     from that source tree) to `out`."""
@@ -87,7 +93,7 @@ def export_build(label: str, source: Path | None, out: Path) -> ProfileIdentity:
         twin = variant.without_bolt().name
         raise PgolabError(f"{label} compiled with the profile of its twin {twin}",
                           hint=f"export that one: pgolab profile export {twin}")
-    return export(record, variant.instrumented().name, toolchain(variant.compiler).profile,
+    return export(record, instrumented_name(variant, record.distribution_build), toolchain(variant.compiler).profile,
                   record.dir / "profile", out)
 
 

@@ -56,6 +56,9 @@ def compile_phases(ctx: CompileContext, label: str = "",
 def configure(ctx: CompileContext) -> dict:
     # Always from an empty directory: stale objects would hide a flag or profile change.
     shutil.rmtree(ctx.build_dir, ignore_errors=True)
+    # Every object is compiled anew: the build log starts anew too, so that the profile check counts
+    # this compile's warnings only (an earlier compile's would count again).
+    ctx.runner("build").log_path.unlink(missing_ok=True)
     runner = ctx.runner("configure")
     use_ccache = ctx.use_ccache and not ctx.variant.is_pgo
     for cmd in ctx.target.configure(ctx.source, ctx.build_dir, ctx.toolchain, ctx.flags, ctx.variant,

@@ -78,7 +78,9 @@ def pgo_phases(ctx: PgoContext) -> list[Phase]:
         *made,
         *compile_phases(ctx.compile, label,
                         profile_digest=lambda: ctx.sealed_digest(ctx.profile_dir, ctx.tool, ctx.retrain_from)),
-        Phase("check-profile", "check that the optimized build used the profile", None, lambda: check(ctx)),
+        # A stale profile's threshold is this phase's input: a stricter one checks again.
+        Phase("check-profile", "check that the optimized build used the profile",
+              {"min_match": ctx.stale_min_match} if ctx.stale_min_match is not None else None, lambda: check(ctx)),
     ]
 
 
