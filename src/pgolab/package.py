@@ -28,6 +28,7 @@ from .runner import Runner
 from .sources import file_digest
 from .store import Store
 from .targets import target_for
+from .toolchains import require
 
 FORMATS = ("deb", "tar")
 PACKAGE_PREFIX = "pgolab-"
@@ -119,7 +120,7 @@ def shlib_depends(binary: Path, runner: Runner) -> list[str]:
     try:
         (work / "debian").mkdir()
         (work / "debian" / "control").write_text("Source: pgolab\n\nPackage: pgolab\nArchitecture: any\n")
-        done = runner.run(["dpkg-shlibdeps", "-O", str(binary)], cwd=work, what="dpkg-shlibdeps")
+        done = runner.run([require("dpkg-shlibdeps"), "-O", str(binary)], cwd=work, what="dpkg-shlibdeps")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for line in done.output.splitlines():
@@ -187,7 +188,7 @@ def make_deb(record: BuildRecord, out_dir: Path, runner: Runner, gain: str | Non
         # the symbol table stays, so that perf still names functions.
         packaged = root / distribution.server_path.lstrip("/")
         packaged.parent.mkdir(parents=True)
-        runner.run(["objcopy", "--strip-debug", str(binary), str(packaged)], what="objcopy --strip-debug")
+        runner.run([require("objcopy"), "--strip-debug", str(binary), str(packaged)], what="objcopy --strip-debug")
         packaged.chmod(0o755)
         digest = file_digest(packaged)
         docs = root / "usr" / "share" / "doc" / name
@@ -202,7 +203,7 @@ def make_deb(record: BuildRecord, out_dir: Path, runner: Runner, gain: str | Non
             (control / script).chmod(0o755)
         out_dir.mkdir(parents=True, exist_ok=True)
         deb = out_dir / f"{name}_{package_version(record, distribution)}_{arch}.deb"
-        runner.run(["dpkg-deb", "--root-owner-group", "--build", str(root), str(deb)], what="dpkg-deb --build")
+        runner.run([require("dpkg-deb"), "--root-owner-group", "--build", str(root), str(deb)], what="dpkg-deb --build")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return Package(deb, "deb", check, digest)
@@ -235,7 +236,7 @@ def make_tar(record: BuildRecord, out_dir: Path, runner: Runner, gain: str | Non
             if libpq and program.is_file() and not program.is_symlink() and \
                     any(n.startswith("libpq") for n in elf.needed_libraries(program)):
                 rpath = "$ORIGIN/" + os.path.relpath(libpq[0].parent, program.parent)
-                runner.run(["patchelf", "--set-rpath", rpath, str(program)], what="patchelf --set-rpath")
+                runner.run([require("patchelf"), "--set-rpath", rpath, str(program)], what="patchelf --set-rpath")
         setup = staging / top / "setup-datadir"
         setup.write_text(SETUP_SCRIPT.format(setup=setup.name, bindir=bindir))
         setup.chmod(setup.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
