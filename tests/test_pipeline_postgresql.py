@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pgolab import sources
+from pgolab import profile_file, sources
 from pgolab.build import BuildRequest, variant_dir
 from pgolab.quality import profile_check
 from pgolab.variants import parse
@@ -158,6 +158,16 @@ def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tr
     export = subprocess.run(pgolab("profile", "export", variant.name, "-o", str(exported)),
                             capture_output=True, text=True, timeout=600)
     assert export.returncode == 0, export.stdout + export.stderr
+    # The same profile made without the optimized build (`profile make`): here its instrumented build
+    # and training are found up to date, so it is the same merged profile, said to come from the training.
+    made = home / "exported" / "rel_pgo_use.made.tgz"
+    make = subprocess.run(pgolab("profile", "make", str(pg_tree.path), "--variant", variant.name, "--train-seconds",
+                                 str(TRAIN_SECONDS), "-o", str(made)), capture_output=True, text=True, timeout=600)
+    assert make.returncode == 0, make.stdout + make.stderr
+    made_identity, exported_identity = profile_file.read_identity(made), profile_file.read_identity(exported)
+    assert made_identity.profile_digest == exported_identity.profile_digest
+    assert made_identity.training == "mix" == exported_identity.training
+    assert "training of rel_pgo_gen" in made_identity.made_by
     elsewhere = {**os.environ, "PGOLAB_HOME": str(other_home())}
     from_file = subprocess.run(pgolab("build", str(pg_tree.path), "--variant", variant.name, "--profile", str(exported),
                                       "--json"), capture_output=True, text=True, timeout=3000, env=elsewhere)

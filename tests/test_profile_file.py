@@ -96,3 +96,16 @@ def test_one_source_unpacked_twice_is_one_tree_whatever_its_times(tmp_path, monk
     assert content_digest(one) == content_digest(other)
     (other / "configure").write_text("#!/bin/sh\nexit 1\n")
     assert content_digest(one) != content_digest(other)
+
+
+@pytest.mark.parametrize("variant, hint", [("rel_o2nofp", "rel_pgo_use"), ("rel_pgo_gen", "rel_pgo_use"),
+                                           ("rel_lto_pgo_use_clang_bolt", "rel_lto_pgo_use_clang")])
+def test_profile_make_refuses_a_variant_that_trains_no_profile_of_its_own(tmp_path, variant, hint):
+    from pgolab.build import BuildRequest, train_profile
+    from pgolab.sources import SourceTree
+    from pgolab.variants import parse
+    from pgolab.workloads import parse_train
+    request = BuildRequest(SourceTree(tmp_path, "postgresql", "15.18"), parse(variant), parse_train("mix", 10))
+    with pytest.raises(PgolabError) as err:
+        train_profile(request, tmp_path / "p.tgz")
+    assert hint in err.value.hint and not (tmp_path / "p.tgz").exists()

@@ -33,7 +33,7 @@ from .sources import SourceTree, content_digest, file_digest, tree_digest
 from .stages.bolt import BoltContext, bolt_phases
 from .stages.compile import CompileContext, compile_phases
 from .stages.context import Runners, SealedDigest, Servers
-from .stages.pgo import PROFILE_IMPORT, TRAINING_PHASES, PgoContext, pgo_phases
+from .stages.pgo import PROFILE_IMPORT, PROFILE_READY, TRAINING_PHASES, PgoContext, pgo_phases
 from .stages.smoke import SmokeContext, smoke_phase
 from .targets import target_for
 from .toolchains import ALLOCATORS, require
@@ -301,3 +301,28 @@ def like_distribution(tree: SourceTree) -> DistributionBuild:
 
 def build(request: BuildRequest, reporter: Reporter | None = None) -> BuildResult:
     return Pipeline(request, reporter or QuietReporter()).run()
+
+
+def train_profile(request: BuildRequest, out: Path, reporter: Reporter | None = None) -> profile_file.ProfileIdentity:
+    """`pgolab profile make`: a PGO build's instrumented build and training, up to its merged profile,
+    written to `out` as `pgolab profile export` writes one; the optimized compile is left to whoever
+    reads the file (`pgolab build --profile FILE`, on this machine or another)."""
+    variant = request.variant
+    if not variant.reads_profile or request.profile_file is not None:
+        raise PgolabError(f"{variant.name} makes no profile of its own",
+                          hint="give a PGO variant that trains, e.g. rel_pgo_use or rel_lto_pgo_use_clang")
+    if variant.bolt:
+        twin = variant.without_bolt().name
+        raise PgolabError(f"{variant.name} compiles with the profile of its twin {twin}",
+                          hint=f"make that one: pgolab profile make SOURCE --variant {twin}")
+    pipeline = Pipeline(request, reporter or QuietReporter())
+    pipeline.run(until=PROFILE_READY)
+    instrumented = pipeline.instrumented
+    assert instrumented is not None, "a PGO build that trains has an instrumented build"
+    binary = instrumented.target.server_binary(instrumented.install_dir("final"))
+    return profile_file.write(
+        out, pipeline.profile_tool.read_files(pipeline.profile_dir), server=request.source.server,
+        source_digest=content_digest(request.source.path, pipeline.source_digest),
+        instrumented_variant=profile_file.instrumented_name(variant, request.distribution),
+        compiler=pipeline.toolchain.versions(), source_version=request.source.version, training=request.train.label,
+        made_by=f"{variant.name}'s training of {instrumented.variant.name} (binary {file_digest(binary)[:12]})")

@@ -783,6 +783,12 @@ profile_app = _App(no_args_is_help=True, help="A PGO build's training profile as
 app.add_typer(profile_app, name="profile")
 
 
+def _say_profile_written(out_file: Path, identity) -> None:
+    console.print(f"{out_file}: {identity.files} files ({identity.bytes / 1024:.0f} KiB) of {identity.made_by}, "
+                  f"trained with {identity.training}; for {identity.instrumented_variant} of {identity.server} "
+                  f"{identity.source_version} (source {identity.source_digest[:10]})")
+
+
 @profile_app.command("export")
 def profile_export_cmd(
     build_label: str = typer.Argument(..., metavar="BUILD", help="a finished PGO build's label, e.g. rel_pgo_use"),
@@ -794,9 +800,37 @@ def profile_export_cmd(
     variant, compiler, training); `pgolab build SOURCE --variant V --profile FILE` compiles with it."""
     from .profile_file import export_build
     identity = export_build(build_label, source, out_file)
-    console.print(f"{out_file}: {identity.files} files ({identity.bytes / 1024:.0f} KiB) of {identity.made_by}, "
-                  f"trained with {identity.training}; for {identity.instrumented_variant} of {identity.server} "
-                  f"{identity.source_version} (source {identity.source_digest[:10]})")
+    _say_profile_written(out_file, identity)
+
+
+@profile_app.command("make")
+def profile_make_cmd(
+    source_arg: str = typer.Argument(..., metavar="SOURCE", help="as for pgolab build"),
+    variant: str = typer.Option(..., "--variant", "-v", metavar="NAME",
+                                help="the PGO variant the profile is for, e.g. rel_lto_pgo_use_clang"),
+    out_file: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="where to write the profile"),
+    train: str = typer.Option("mix", "--train", metavar="LOADS",
+                              help="training loads, comma-separated: mix, mix-noselect, sysbench, script:PATH"),
+    train_seconds: int = TRAIN_SECONDS_OPTION,
+    train_seed: int = typer.Option(1, "--train-seed", metavar="N", help="seed of the training mix"),
+    train_connections: Optional[int] = TRAIN_CONNECTIONS_OPTION,
+    jobs: int = JOBS_OPTION,
+    label: Optional[str] = typer.Option(None, "--label", metavar="NAME", help="the build's label, if it is given one"),
+    distribution_options: bool = typer.Option(False, "--distribution-options",
+                                              help="the instrumented build configured like Debian's package"),
+) -> None:
+    """Build a PGO variant's instrumented build and train it, and write the profile as `profile export`
+    does, without compiling the optimized build: `pgolab build SOURCE --variant V --profile FILE` does
+    that, here or on another machine."""
+    from .build import train_profile
+    tree = _resolve_source(source_arg)
+    spec = parse_train(train, train_seconds, seed=train_seed, connections=train_connections)
+    request = BuildRequest(tree, variants_mod.parse(variant), spec, jobs=jobs, label=label,
+                           distribution=like_distribution(tree) if distribution_options else None)
+    with _progress_display() as progress:
+        identity = train_profile(request, out_file.absolute(), RichReporter(progress))
+    _say_profile_written(out_file, identity)
+    console.print(f"compile with it: pgolab build SOURCE --variant {variant} --profile {out_file}")
 
 
 @app.command("profile-check")

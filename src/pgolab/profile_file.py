@@ -104,11 +104,17 @@ def export(record: BuildRecord, instrumented_variant: str, tool: ProfileTool, pr
     if not files or not all(f.is_file() for f in files):
         raise PgolabError(f"{record.label} has no merged profile in {profile_dir}",
                           hint=f"build it first: pgolab build SOURCE --variant {record.variant}")
-    identity = ProfileIdentity(
-        server=record.server, source_digest=_source_content(record), instrumented_variant=instrumented_variant,
-        compiler=record.toolchain, source_version=record.version, training=record.training or "",
-        profile_digest=files_digest(files), files=len(files), bytes=sum(f.stat().st_size for f in files),
-        made_by=f"{record.label} (binary {(record.binary_digest or 'not recorded')[:12]}) on {Host.this().cpu}")
+    made_by = f"{record.label} (binary {(record.binary_digest or 'not recorded')[:12]})"
+    return write(out, files, server=record.server, source_digest=_source_content(record),
+                 instrumented_variant=instrumented_variant, compiler=record.toolchain,
+                 source_version=record.version, training=record.training or "", made_by=made_by)
+
+
+def write(out: Path, files: list[Path], *, made_by: str, **identity) -> ProfileIdentity:
+    """The profile's files and their identity (what they were made from, `made_by` on this host) as
+    one file at `out`: written whole or not at all."""
+    identity = ProfileIdentity(**identity, profile_digest=files_digest(files), files=len(files),
+                               bytes=sum(f.stat().st_size for f in files), made_by=f"{made_by} on {Host.this().cpu}")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".partial")
     with tarfile.open(tmp, "w:gz") as tar:

@@ -16,9 +16,11 @@ TRAINED_HERE=${PGOLAB_HOME:-/var/cache/pgolab}/mysql-9.7-pgo-clang.trained-here
 if [ -f "$PROFILE" ] && [ ! -f "$TRAINED_HERE" ]; then
   $P build "$S" --variant rel_lto_pgo_use_clang --profile "$PROFILE" </dev/null
 else
-  $P build "$S" --variant rel_lto_pgo_use_clang </dev/null
+  # The profile first (instrumented build and training), written here to be committed before the
+  # optimized compile, which then continues from the same training on this machine.
+  [ -f "$PROFILE" ] || $P profile make "$S" --variant rel_lto_pgo_use_clang --out "$PROFILE" </dev/null
   touch "$TRAINED_HERE"
-  [ -f "$PROFILE" ] || $P profile export rel_lto_pgo_use_clang --source "$S" --out "$PROFILE"
+  $P build "$S" --variant rel_lto_pgo_use_clang </dev/null
 fi
 $P build "$S" --variant rel_o2nofp </dev/null
 mysql_server_tests 9.7.2
