@@ -58,8 +58,9 @@ LAYERS: dict[str, int] = {
     "profile_file": 7,
     # a build's plan and its chain of instrumented builds
     "build": 8, "chain": 8,
-    # a server the user built, trained (pgolab train --binary)
-    "user_build": 8,
+    # a server the user built, trained (pgolab train --binary) and checked (pgolab verify); the CMake
+    # module that runs both inside the user's own build (cmake -DWITH_PGO=ON)
+    "user_build": 8, "cmake_module": 8,
     # the bench side: steps and figures, the report's document model, the store, data and servers
     # of a run, the scheduler, the measures (qps, cost), run identity
     "measurement": 9, "document": 9,

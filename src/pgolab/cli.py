@@ -479,6 +479,40 @@ def train_cmd(
     console.print("compile the optimized build with (C and C++ flags): " + " ".join(trained.use_flags))
 
 
+@app.command("cmake-module")
+def cmake_module_cmd(
+    source_arg: str = typer.Argument(..., metavar="SOURCE", help="a MariaDB or MySQL source tree (as for pgolab build)"),
+    train: str = typer.Option("mix", "--train", metavar="LOADS",
+                              help="training loads the build runs, comma-separated: mix, mix-noselect, sysbench, "
+                                   "script:PATH"),
+    train_seconds: int = TRAIN_SECONDS_OPTION,
+) -> None:
+    """Write a CMake module into the tree and hook it into its CMakeLists.txt: `cmake -DWITH_PGO=ON`
+    then builds the server instrumented, trains it (pgolab train), builds it with the profile, checks
+    it (pgolab verify) and installs it."""
+    from .cmake_module import usage, write_module
+    tree = _resolve_source(source_arg)
+    spec = parse_train(train, train_seconds)
+    written = write_module(tree, ["--train", ",".join(spec.loads), "--train-seconds", str(spec.seconds)])
+    console.print(f"wrote {written.module}")
+    console.print(f"{'hooked into' if written.hooked else 'already hooked into'} {written.cmakelists}")
+    console.print(f"in a new build folder: {usage(written, tree.path)}")
+
+
+@app.command("verify")
+def verify_cmd(
+    binary: Path = typer.Option(..., "--binary", metavar="PATH", exists=True, dir_okay=False,
+                                help="the optimized server in its CMake build folder (e.g. BUILD/sql/mariadbd)"),
+) -> None:
+    """Check a PGO build of your own: the share of the server's objects the profile shaped, and the
+    server's answer on a fresh data directory."""
+    from .user_build import verify_binary
+    verified = verify_binary(binary)
+    console.print(f"profile used in {verified.with_profile} of {verified.objects} objects "
+                  f"({verified.with_profile / max(verified.objects, 1):.0%}; {verified.scope})")
+    console.print(f"server answered: {verified.version}")
+
+
 @app.command("bench")
 @with_bench_options
 def bench_cmd(

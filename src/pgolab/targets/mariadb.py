@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,6 +47,7 @@ MARIADB_NINJA_TARGETS = ["mariadbd", "mariadb", "mariadb-admin", "my_print_defau
 class MariaDBTarget:
     server = "mariadb"
     server_program = "mariadbd"
+    build_tree_server = "sql/mariadbd"     # where a CMake build folder has the server
 
     def installed_tree(self, install_dir: Path) -> Path:
         """Everything the install wrote."""
@@ -110,8 +112,31 @@ class MariaDBTarget:
         return MariaDBInstallation(server_binary=self.server_binary(install_dir),
                                    bin_dir=install_dir / "bin",
                                    lc_messages_dir=install_dir / "share",
-                                   install_db=[str(build_dir / "scripts" / "mariadb-install-db"),
-                                               f"--srcdir={tree}", f"--builddir={build_dir}"])
+                                   install_db=build_tree_install_db(tree, build_dir))
+
+
+def build_tree_install_db(tree: Path, build_dir: Path) -> list[str]:
+    """mariadb-install-db as configured into a build folder: it bootstraps that folder's mariadbd with
+    the tree's SQL scripts."""
+    return [str(build_dir / "scripts" / "mariadb-install-db"), f"--srcdir={tree}", f"--builddir={build_dir}"]
+
+
+def cmake_build_folder(binary: Path, relative: str) -> Path | None:
+    """The CMake build folder `binary` was built in, where it sits at `relative` in one."""
+    parts = len(Path(relative).parts)
+    folder = binary.parents[parts - 1] if len(binary.parents) >= parts else None
+    if folder is None or folder / relative != binary or not (folder / "CMakeCache.txt").is_file():
+        return None
+    return folder
+
+
+def cmake_source_folder(build: Path) -> Path:
+    """The source tree a CMake build folder configures, as its cache records it."""
+    found = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", (build / "CMakeCache.txt").read_text(errors="replace"),
+                      re.MULTILINE)
+    if found is None:
+        raise PgolabError(f"{build / 'CMakeCache.txt'} names no source folder", hint="configure the build folder again")
+    return Path(found.group(1))
 
 
 @dataclass
@@ -145,8 +170,14 @@ class MariaDBInstallation:
 
     @classmethod
     def from_binary(cls, path: Path) -> "MariaDBInstallation":
-        """Any mariadbd: Debian's, a pgolab install tree's (e.g. an A/A copy of a build), a user's.
-        The client tools beside it if it has them, else Debian's; messages from its tree's share/."""
+        """Any mariadbd: Debian's, a pgolab install tree's (e.g. an A/A copy of a build), a user's
+        install tree or CMake build folder. The client tools beside it if it has them, else Debian's;
+        messages from its tree's share/."""
+        build = cmake_build_folder(path, MariaDBTarget.build_tree_server)
+        if build is not None:
+            source = cmake_source_folder(build)
+            return cls(server_binary=path, bin_dir=build / "client", lc_messages_dir=build / "sql" / "share",
+                       install_db=build_tree_install_db(source, build))
         installation = cls.system(path)
         installation.bin_dir = path.parent if (path.parent / "mariadb").exists() else Path("/usr/bin")
         share = path.parent.parent / "share"

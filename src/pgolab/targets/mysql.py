@@ -44,6 +44,7 @@ def _is_profile_flag(flag: str) -> bool:
 class MySQLTarget(MariaDBTarget):
     server = "mysql"
     server_program = "mysqld"
+    build_tree_server = "runtime_output_directory/mysqld"
 
     def adapt_flags(self, variant: Variant, flags: FlagSet) -> FlagSet:
         """-flto and -fprofile-generate/-use come from WITH_LTO and FPROFILE_* instead;
