@@ -58,9 +58,10 @@ def write_empty_clang_profile(target: Path) -> None:
     subprocess.run(["llvm-profdata-16", "merge", "-o", str(target), str(text)], check=True)
 
 
-def configure_variant(tree, name: str):
-    """Configure one variant of a real tree as the pipeline would: (variant, pipeline, build dir,
-    CMakeCache.txt text, compile commands by source path suffix)."""
+def configure_variant(tree, name: str, distribution=None):
+    """Configure one variant of a real tree as the pipeline would (like the distribution's package,
+    given its DistributionBuild): (variant, pipeline, build dir, CMakeCache.txt text, compile
+    commands by source path suffix)."""
     import json
     import subprocess
     from pgolab.build import BuildRequest, Pipeline
@@ -68,7 +69,7 @@ def configure_variant(tree, name: str):
     from pgolab.variants import parse
     from pgolab.workloads import parse_train
     variant = parse(name)
-    pipeline = Pipeline(BuildRequest(tree, variant, parse_train("none", 1)))
+    pipeline = Pipeline(BuildRequest(tree, variant, parse_train("none", 1), distribution=distribution))
     if variant.pgo == "use" and variant.compiler == "clang":
         # clang reads the merged profile while compiling: give it a real, empty one.
         write_empty_clang_profile(pipeline.profile_dir / "default.profdata")
@@ -90,7 +91,12 @@ def compile_one_object(build: Path, commands: dict, suffix: str) -> None:
     import subprocess
     argv = command_for(commands, suffix)
     obj = argv[argv.index("-o") + 1]
-    subprocess.run(["ninja", "-C", str(build), obj], check=True, capture_output=True)
+    if (build / "build.ninja").exists():
+        subprocess.run(["ninja", "-C", str(build), obj], check=True, capture_output=True)
+    else:   # make (a build like Debian's): each folder's Makefile has a target per object
+        source = Path(suffix)
+        obj = f"{source.parent}/{obj}"
+        subprocess.run(["make", "-C", str(build / source.parent), f"{source.name}.o"], check=True, capture_output=True)
     assert (build / obj).stat().st_size > 0
 
 

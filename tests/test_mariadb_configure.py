@@ -9,13 +9,15 @@ import re
 import pytest
 
 from pgolab import debian
+from pgolab.build import like_distribution
 from pgolab.runner import Runner
 
 from conftest import command_for, compile_one_object, configure_variant, need
 
 # Two configures cover every axis: gcc and clang; o2nofp and -O3; native; LTO with each
-# compiler's archiver; PGO instrumented (gcc) and optimized (clang).
-AXES_SUBSET = ["rel_o2nofp_native_lto_pgo_gen", "rel_lto_pgo_use_clang"]
+# compiler's archiver; PGO instrumented (gcc) and optimized (clang); pgolab's own options and
+# Debian's (the clang build is configured like mariadb-server, as `pgolab package` needs).
+AXES_SUBSET = [("rel_o2nofp_native_lto_pgo_gen", False), ("rel_lto_pgo_use_clang", True)]
 
 
 @pytest.fixture(scope="module")
@@ -25,12 +27,22 @@ def mariadb_tree(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", AXES_SUBSET)
-def test_configure_with_variant_flags(mariadb_tree, name):
+@pytest.mark.parametrize("name, like_debian", AXES_SUBSET)
+def test_configure_with_variant_flags(mariadb_tree, name, like_debian):
     assert mariadb_tree.server == "mariadb" and mariadb_tree.version.startswith("10.11")
-    variant, pipeline, build, cache, commands = configure_variant(mariadb_tree, name)
+    distribution = like_distribution(mariadb_tree) if like_debian else None
+    variant, pipeline, build, cache, commands = configure_variant(mariadb_tree, name, distribution)
     assert "CMAKE_BUILD_TYPE:STRING=Release" in cache
-    assert re.search(r"^PLUGIN_ROCKSDB:\w+=NO$", cache, re.M) and "WITH_WSREP:BOOL=OFF" in cache
+    if like_debian:
+        # Debian's line, read from debian/rules by make and debhelper: its layout, Galera's wsrep
+        # (pgolab's own build leaves it out), its version suffix, its hardening flags beside the variant's.
+        assert re.search(r"^INSTALL_LAYOUT:\w+=DEB$", cache, re.M) and "PLUGIN_WSREP_INFO:STRING=DYNAMIC" in cache
+        assert f"MYSQL_SERVER_SUFFIX:UNINITIALIZED=-{distribution.version.rsplit('-', 1)[1]}" in cache
+        assert not re.search(r"^PLUGIN_ROCKSDB:\w+=NO$", cache, re.M)
+        assert "-D_FORTIFY_SOURCE=2" in command_for(commands, "sql/sql_parse.cc")
+        assert any(d.option.startswith("-DCMAKE_BUILD_TYPE=") for d in distribution.dropped)
+    else:
+        assert re.search(r"^PLUGIN_ROCKSDB:\w+=NO$", cache, re.M) and "WITH_WSREP:BOOL=OFF" in cache
 
     argv = command_for(commands, "sql/sql_parse.cc")
     assert "-DNDEBUG" in argv, "the build type's flags must survive"

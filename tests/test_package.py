@@ -265,5 +265,8 @@ def test_without_the_distribution_s_pg_config_the_options_are_refused_with_its_p
     with pytest.raises(PgolabError, match="pg_config not found") as err:
         target_for("postgresql").distribution_build(tree, Runner(tmp_path / "log"))
     assert err.value.hint == "apt-get install postgresql-client-99"
-    with pytest.raises(PgolabError, match="PostgreSQL only so far, not mariadb"):
-        target_for("mariadb").distribution_build(tree, Runner(tmp_path / "log"))
+    with pytest.raises(PgolabError, match="no debian/rules") as err:
+        target_for("mariadb").distribution_build(SourceTree(tmp_path, "mariadb", "10.11.18"), Runner(tmp_path / "log"))
+    assert "pgolab source mariadb" in err.value.hint
+    with pytest.raises(PgolabError, match="no MySQL server package"):
+        target_for("mysql").distribution_build(SourceTree(tmp_path, "mysql", "9.7.2"), Runner(tmp_path / "log"))

@@ -42,7 +42,7 @@ class Reporter:
 class FakeTarget:
     """A recipe whose commands are shell one-liners; install writes the server binary."""
 
-    def configure(self, tree, build_dir, toolchain, flags, variant, extra_args, use_ccache, profile_dir):
+    def configure(self, tree, build_dir, toolchain, flags, variant, extra_args, use_ccache, profile_dir, like_distribution=False):
         return [Cmd(["sh", "-c", f"mkdir -p {build_dir} && echo configured {' '.join(flags.compile)}"],
                     what="configure")]
 

@@ -172,7 +172,8 @@ class Pipeline:
             target=self.target, source=self.request.source.path, variant=variant, toolchain=self.toolchain,
             flags=flags, build_dir=self.layout.build_dir, install_dir=self.layout.install_dir,
             profile_dir=self.profile_dir, runner=self.runners, reporter=self.reporter, jobs=self.request.jobs,
-            extra_args=self.request.configure_args, use_ccache=self.request.use_ccache)
+            extra_args=self.request.configure_args, use_ccache=self.request.use_ccache,
+            like_distribution=self.request.distribution is not None)
 
     def pgo_context(self) -> PgoContext:
         owner = self.profile_owner

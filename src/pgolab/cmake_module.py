@@ -56,7 +56,7 @@ def render(tree: SourceTree, train_args: list[str], pgolab: list[str]) -> str:
         "SERVER": f"{tree.server} {tree.version}",
         "SERVER_PROGRAM": target.server_program,
         "SERVER_BINARY": target.build_tree_server,
-        "TRAINING_TARGETS": " ".join(target.ninja_targets(Path("."))),
+        "TRAINING_TARGETS": " ".join(target.build_targets(Path("."))),
         "GENERATE_FLAGS": " ".join(tool.generate_flags(profile_dir, profile_dir)),
         "USE_FLAGS": " ".join(tool.use_flags(profile_dir, profile_dir)),
         "LLVM": default.llvm_version,

@@ -38,9 +38,10 @@ DIVERTED_SUFFIX = ".distrib"
 
 @dataclass(frozen=True)
 class FeatureCheck:
-    """What the two server binaries offer, compared: for PostgreSQL, their configuration parameters
-    (`postgres --describe-config`). A name only the distribution's binary has is looked up in the
-    built source tree: absent there, the two binaries come from different releases of it."""
+    """What the two server binaries offer, compared, as the server's recipe reads it (PostgreSQL: its
+    configuration parameters; MariaDB: its options and variables). A name only the distribution's
+    binary has is looked up in the built source tree: absent there, the two binaries come from
+    different releases of it."""
     what: str
     distribution_binary: str           # which binary, of which package version
     only_distribution: tuple[str, ...]
@@ -130,25 +131,20 @@ def shlib_depends(binary: Path, runner: Runner) -> list[str]:
 
 
 def features(record: BuildRecord, distribution: DistributionBuild, runner: Runner) -> FeatureCheck | None:
-    """The configuration parameters both binaries know, when the distribution's binary is on this
-    machine (its package installed); None when it is not."""
+    """What both binaries offer (the server's recipe says what that is and reads it), when the
+    distribution's binary is on this machine (its package installed); None when it is not."""
     theirs = Path(distribution.server_path)
     if not theirs.exists():
         return None
-    installation = record.installation()
-    names = []
-    for binary in (theirs, Path(record.server_binary)):
-        done = runner.run([str(binary), "--describe-config"], user=installation.run_as, what="postgres --describe-config",
-                          log_output=False)
-        names.append({line.split("\t", 1)[0] for line in done.output.splitlines() if "\t" in line})
+    target, installation = target_for(record.server), record.installation()
+    names = [target.feature_names(binary, installation, runner) for binary in (theirs, Path(record.server_binary))]
     only_theirs = tuple(sorted(names[0] - names[1]))
-    source = "\n".join(p.read_text(errors="replace")
-                       for p in (record.source_path / "src/backend/utils/misc").glob("guc*.c"))
     installed = installed_version(distribution.package, runner) or "version unknown"
-    return FeatureCheck("configuration parameters (postgres --describe-config)",
+    return FeatureCheck(target.features_compared,
                         f"{theirs} of {distribution.package} {installed} (built: {distribution.version})",
                         only_theirs, tuple(sorted(names[1] - names[0])),
-                        tuple(n for n in only_theirs if f'"{n}"' not in source), len(names[0] | names[1]))
+                        tuple(sorted(target.undefined_in_source(record.source_path, set(only_theirs)))),
+                        len(names[0] | names[1]))
 
 
 def readme(record: BuildRecord, distribution: DistributionBuild | None, check: FeatureCheck | None,
@@ -202,22 +198,12 @@ def make_deb(record: BuildRecord, out_dir: Path, runner: Runner, gain: str | Non
             (control / script).write_text(text)
             (control / script).chmod(0o755)
         out_dir.mkdir(parents=True, exist_ok=True)
-        deb = out_dir / f"{name}_{package_version(record, distribution)}_{arch}.deb"
+        # Debian's file names leave out the version's epoch (MariaDB's is 1:).
+        deb = out_dir / f"{name}_{package_version(record, distribution).split(':', 1)[-1]}_{arch}.deb"
         runner.run([require("dpkg-deb"), "--root-owner-group", "--build", str(root), str(deb)], what="dpkg-deb --build")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return Package(deb, "deb", check, digest)
-
-
-SETUP_SCRIPT = """#!/bin/sh
-# Initialises a data directory for this server, as an unprivileged user (postgres refuses root):
-#   {setup} DATADIR
-# then start it with:  {bindir}/pg_ctl -D DATADIR -l DATADIR/server.log start
-set -e
-[ $# = 1 ] || {{ echo "usage: $0 DATADIR" >&2; exit 2; }}
-here=$(cd "$(dirname "$0")" && pwd)
-exec "$here/{bindir}/initdb" -D "$1" -E UTF8 --locale=C
-"""
 
 
 def make_tar(record: BuildRecord, out_dir: Path, runner: Runner, gain: str | None = None) -> Package:
@@ -238,10 +224,9 @@ def make_tar(record: BuildRecord, out_dir: Path, runner: Runner, gain: str | Non
                 rpath = "$ORIGIN/" + os.path.relpath(libpq[0].parent, program.parent)
                 runner.run([require("patchelf"), "--set-rpath", rpath, str(program)], what="patchelf --set-rpath")
         setup = staging / top / "setup-datadir"
-        setup.write_text(SETUP_SCRIPT.format(setup=setup.name, bindir=bindir))
+        script, usage = target_for(record.server).tarball_setup(setup.name, bindir)
+        setup.write_text(script)
         setup.chmod(setup.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-        usage = ["As an unprivileged user (postgres refuses root), where the tarball was unpacked:", "",
-                 f"    ./setup-datadir DATA && ./{bindir}/pg_ctl -D DATA -l DATA/server.log start", ""]
         (staging / top / "README.md").write_text(readme(record, record.distribution_build, None, gain, usage=usage))
         (staging / top / "build.json").write_text(json.dumps(record.as_dict(), indent=2) + "\n")
         path = out_dir / f"{top}.tar.gz"
@@ -273,9 +258,10 @@ def package(label: str, fmt: str, out_dir: Path, runner: Runner, store: Store | 
     if fmt not in FORMATS:
         raise PgolabError(f"unknown package format {fmt!r}", hint=f"give --format {' or '.join(FORMATS)}")
     record = BuildRecord.find(label)
-    if record.server != "postgresql":
-        raise PgolabError(f"packaging is made for PostgreSQL builds so far, not {record.server}",
-                          hint="package a PostgreSQL build; MariaDB's and MySQL's are issue 33's next step")
+    if fmt == "tar" and target_for(record.server).tarball_setup is None:
+        raise PgolabError(f"a {record.server} build is packaged as a .deb only so far: pgolab's build installs the "
+                          "server and the tools a benchmark needs, not the whole tree a binary tarball holds",
+                          hint="give --format deb (of a build made with --distribution-options)")
     binary = Path(record.server_binary)
     if not binary.is_file() or file_digest(binary) != record.binary_digest:
         raise PgolabError(f"{binary} is not the binary {record.label}'s build record describes",

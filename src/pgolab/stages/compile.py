@@ -14,6 +14,8 @@ from ..variants import FlagSet, Variant
 from .context import RunnerFactory
 
 NINJA_PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]")
+# make's (a build configured with the Unix Makefiles generator, as Debian's packages are): a percentage.
+MAKE_PROGRESS = re.compile(r"^\[\s*(\d+)%\]")
 
 
 @dataclass
@@ -33,6 +35,7 @@ class CompileContext:
     jobs: int
     extra_args: list[str] = field(default_factory=list)
     use_ccache: bool = True
+    like_distribution: bool = False   # configured like the distribution's package (extra_args has its options)
 
 
 def compile_phases(ctx: CompileContext, label: str = "",
@@ -62,7 +65,7 @@ def configure(ctx: CompileContext) -> dict:
     runner = ctx.runner("configure")
     use_ccache = ctx.use_ccache and not ctx.variant.is_pgo
     for cmd in ctx.target.configure(ctx.source, ctx.build_dir, ctx.toolchain, ctx.flags, ctx.variant,
-                                    ctx.extra_args, use_ccache, ctx.profile_dir):
+                                    ctx.extra_args, use_ccache, ctx.profile_dir, ctx.like_distribution):
         runner.run(cmd.argv, cwd=cmd.cwd, env=cmd.env, what=cmd.what)
     return {"flags": ctx.flags.as_dict()}
 
@@ -71,6 +74,8 @@ def compile_(ctx: CompileContext) -> dict:
     def on_line(line: str) -> None:
         if m := NINJA_PROGRESS.match(line):
             ctx.reporter.progress(int(m.group(1)), int(m.group(2)))
+        elif m := MAKE_PROGRESS.match(line):
+            ctx.reporter.progress(int(m.group(1)), 100)
     runner = ctx.runner("build", on_line)
     for cmd in ctx.target.build(ctx.build_dir, ctx.jobs, ctx.flags):
         runner.run(cmd.argv, cwd=cmd.cwd, env=cmd.env, what=cmd.what)

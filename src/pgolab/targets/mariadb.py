@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .. import paths
+from ..distribution import DistributionBuild, DroppedOption, require_packages, tree_debian_version
 from ..errors import PgolabError
 from ..runner import Runner
 from ..variants import FlagSet, Variant
@@ -41,7 +44,77 @@ MARIADB_CMAKE_OPTIONS: dict[str, str] = {
 
 # The server, and what initialising and administering a data directory needs
 # (the bootstrap SQL scripts are written by configure).
-MARIADB_NINJA_TARGETS = ["mariadbd", "mariadb", "mariadb-admin", "my_print_defaults", "resolveip"]
+MARIADB_BUILD_TARGETS = ["mariadbd", "mariadb", "mariadb-admin", "my_print_defaults", "resolveip"]
+
+
+# Debian's configure of mariadb-server, as its debian/rules runs it: make prints the rules' cmake
+# line (make -n), debhelper the whole command with its own defaults (dh_auto_configure --no-act), and
+# make the build flags the rules export (this target printed through make --eval).
+PRINT_BUILD_FLAGS = ("pgolab-print-build-flags: ; @printf '%s\\n' 'CFLAGS=$(CFLAGS)' 'CXXFLAGS=$(CXXFLAGS)' "
+                     "'LDFLAGS=$(LDFLAGS)'")
+# Debian's options a drop-in build leaves out, each with why (keyed by the -D variable or word).
+DEBIAN_DROPPED = {
+    "CMAKE_BUILD_TYPE": "the variant's build type and optimisation",
+    "-G": "the generator: pgolab's build sets it (make, as Debian's)",
+}
+# What each kept feature needs on the building machine: (a file that shows it, the package with it).
+# mariadbd links these itself; Debian's service is Type=notify, so systemd's library too.
+DEBIAN_FEATURE_PACKAGES = {
+    "WITH_PMEM": ("/usr/include/libpmem.h", "libpmem-dev"),
+    "WITH_URING": ("/usr/include/liburing.h", "liburing-dev"),
+    "WITH_LIBAIO": ("/usr/include/libaio.h", "libaio-dev"),
+    "WITH_INNODB_SNAPPY": ("/usr/include/snappy-c.h", "libsnappy-dev"),
+    "WITH_NUMA": ("/usr/include/numa.h", "libnuma-dev"),
+    "DEB": ("/usr/include/systemd/sd-daemon.h", "libsystemd-dev"),
+}
+# In the build flags, the variant decides optimisation, debug info and frame pointers, and pgolab's
+# own prefix maps name the tree; Debian's hardening flags stay.
+VARIANT_BUILD_FLAGS = ("-O", "-g", "-fno-omit-frame-pointer", "-fomit-frame-pointer", "-ffile-prefix-map=")
+
+
+def dh_configure_args(dry_run: str) -> list[str]:
+    """The arguments debian/rules gives dh_auto_configure after `--`, from `make -n`'s output."""
+    joined = dry_run.replace("\\\n", " ")
+    for line in joined.splitlines():
+        words = shlex.split(line, comments=False) if "dh_auto_configure" in line else []
+        if "dh_auto_configure" in words and "--" in words:
+            return words[words.index("--") + 1:]
+    raise PgolabError("debian/rules runs no dh_auto_configure with cmake options (make -n override_dh_auto_configure)",
+                      hint="a drop-in build is made from Debian's source package: pgolab source mariadb")
+
+
+def dh_cmake_argv(no_act: str) -> list[str]:
+    """cmake's options from `dh_auto_configure --no-act`'s command (`cd builddir && cmake ... ..`)."""
+    for line in no_act.splitlines():
+        words = shlex.split(line.strip())
+        if "cmake" in words:
+            return [w for w in words[words.index("cmake") + 1:] if w != ".."]
+    raise PgolabError("dh_auto_configure --no-act printed no cmake command", hint="apt-get install debhelper")
+
+
+def debian_cmake_options(argv: list[str], build_flags: dict[str, str]) -> tuple[list[str], list[DroppedOption]]:
+    """Debian's cmake options and build flags as a drop-in build's cmake arguments: Debian's own
+    -D options (its paths, layout, features, version suffix and comments), its hardening flags as
+    CMake's flags (pgolab adds the variant's after the build type's), and what is left out with why."""
+    kept, dropped = [], []
+    for arg in argv:
+        name = arg[2:].split("=", 1)[0].split(":", 1)[0] if arg.startswith("-D") else arg[:2]
+        if name in DEBIAN_DROPPED:
+            dropped.append(DroppedOption(arg, DEBIAN_DROPPED[name]))
+        else:
+            kept.append(arg)
+    variant_words = set()
+    for var, cmake_vars in (("CFLAGS", ["CMAKE_C_FLAGS"]), ("CXXFLAGS", ["CMAKE_CXX_FLAGS"]),
+                            ("LDFLAGS", ["CMAKE_EXE_LINKER_FLAGS", "CMAKE_SHARED_LINKER_FLAGS",
+                                         "CMAKE_MODULE_LINKER_FLAGS"])):
+        words = build_flags.get(var, "").split()
+        variant_words |= {w for w in words if w.startswith(VARIANT_BUILD_FLAGS)}
+        kept += [f"-D{c}=" + " ".join(w for w in words if not w.startswith(VARIANT_BUILD_FLAGS)) for c in cmake_vars]
+    if variant_words:
+        dropped.append(DroppedOption(f"build flags: {' '.join(sorted(variant_words))}",
+                                     "the variant's optimisation, debug info and frame pointers; pgolab's own "
+                                     "prefix maps"))
+    return kept, dropped
 
 
 class MariaDBTarget:
@@ -53,40 +126,75 @@ class MariaDBTarget:
         """Everything the install wrote."""
         return install_dir
 
-    def distribution_build(self, tree, runner: Runner):
-        """Debian's cmake options for this server are not read yet (issue 33): refused, not guessed."""
-        raise PgolabError(f"a build configured like Debian's package is made for PostgreSQL only so far, not {self.server}",
-                          hint="leave --distribution-options out, or build PostgreSQL's")
+    def distribution_build(self, tree, runner: Runner) -> DistributionBuild:
+        """Debian's own cmake options for mariadb-server, read from the tree's debian/rules by make and
+        debhelper (the package's build, not a guess), and its build flags' hardening."""
+        rules = tree.path / "debian" / "rules"
+        if not rules.is_file():
+            raise PgolabError(f"{tree.path} has no debian/rules to read Debian's cmake options from",
+                              hint="a drop-in build is made from Debian's source package: pgolab source mariadb")
+        require_packages({"/usr/bin/dh_auto_configure": "debhelper", "/usr/bin/lsb_release": "lsb-release"},
+                         runner, "reading debian/rules")
+        version = tree_debian_version(tree.path)
+        # The rules make a temporary file as they are read (mktemp): it goes to a folder of pgolab's own.
+        scratch_dir = paths.home() / "work" / "debian-rules"
+        scratch_dir.mkdir(parents=True, exist_ok=True)
+        env = {"TMPDIR": str(scratch_dir)}
+        dry = runner.run(["make", "-n", "-f", "debian/rules", "override_dh_auto_configure"], cwd=tree.path, env=env,
+                         what="make -n override_dh_auto_configure").output
+        no_act = runner.run(["dh_auto_configure", "--no-act", "--builddirectory=builddir", "--", *dh_configure_args(dry)],
+                            cwd=tree.path, env=env, what="dh_auto_configure --no-act").output
+        flags = runner.run(["make", "-s", "-f", "debian/rules", "--eval", PRINT_BUILD_FLAGS, "pgolab-print-build-flags"],
+                           cwd=tree.path, env=env, what="debian/rules' build flags").output
+        shutil.rmtree(scratch_dir, ignore_errors=True)
+        build_flags = dict(line.split("=", 1) for line in flags.splitlines() if "=" in line)
+        kept, dropped = debian_cmake_options(dh_cmake_argv(no_act), build_flags)
+        names = {a[2:].split("=", 1)[0].split(":", 1)[0] for a in kept if a.startswith("-D")}
+        require_packages({file: pkg for option, (file, pkg) in DEBIAN_FEATURE_PACKAGES.items() if option in names},
+                         runner, f"MariaDB {tree.version} configured like mariadb-server")
+        return DistributionBuild(package="mariadb-server-core", version=version, server_path="/usr/sbin/mariadbd",
+                                 configure_args=tuple(kept), dropped=tuple(dropped),
+                                 read_from="debian/rules (make -n override_dh_auto_configure; dh_auto_configure "
+                                           "--no-act; the rules' build flags)")
 
     def adapt_flags(self, variant: Variant, flags: FlagSet) -> FlagSet:
         """Flags this recipe passes as given (MySQL swaps some for its own options)."""
         return flags
 
     def configure(self, tree: Path, build_dir: Path, toolchain, flags: FlagSet, variant: Variant,
-                  extra_args: list[str], use_ccache: bool, profile_dir: Path | None = None) -> list[Cmd]:
+                  extra_args: list[str], use_ccache: bool, profile_dir: Path | None = None,
+                  like_distribution: bool = False) -> list[Cmd]:
         include = build_dir / "pgolab-flags.cmake"
         build_dir.mkdir(parents=True, exist_ok=True)
         include.write_text(cmake_flags_include(flags))
-        argv = ["cmake", "-S", str(tree), "-B", str(build_dir), "-G", "Ninja",
+        # Debian's packages build with make: with Debian's layout, Connector/C declares its static
+        # library twice (the library and a symlink of the same name), which Ninja refuses.
+        generator = "Unix Makefiles" if like_distribution else "Ninja"
+        argv = ["cmake", "-S", str(tree), "-B", str(build_dir), "-G", generator,
                 "-DCMAKE_BUILD_TYPE=Release",
                 f"-DCMAKE_C_COMPILER={toolchain.cc}", f"-DCMAKE_CXX_COMPILER={toolchain.cxx}",
                 f"-DCMAKE_PROJECT_INCLUDE={include}"]
         argv += cmake_tool_args(flags)
-        argv += self.recipe_options(variant, tree, profile_dir)
+        argv += self.recipe_options(variant, tree, profile_dir, like_distribution)
         if use_ccache and shutil.which("ccache"):
             argv += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
         argv += extra_args
         return [Cmd(argv, what="cmake configure")]
 
-    def recipe_options(self, variant: Variant, tree: Path, profile_dir: Path | None) -> list[str]:
-        return [f"-D{k}={v}" for k, v in MARIADB_CMAKE_OPTIONS.items()]
+    def recipe_options(self, variant: Variant, tree: Path, profile_dir: Path | None,
+                       like_distribution: bool = False) -> list[str]:
+        # A build like Debian's takes Debian's line whole (in extra_args): pgolab's smaller build would
+        # leave out what Debian's mariadbd has (Galera's wsrep, for one). Only the server's targets
+        # are built either way, so the plugins Debian packages apart cost configure time only.
+        return [] if like_distribution else [f"-D{k}={v}" for k, v in MARIADB_CMAKE_OPTIONS.items()]
 
     def build(self, build_dir: Path, jobs: int, flags: FlagSet) -> list[Cmd]:
-        return [Cmd(["ninja", "-C", str(build_dir), f"-j{jobs}", *self.ninja_targets(build_dir)],
-                    what="ninja build")]
+        # Through cmake, whichever generator configured the folder (Ninja, or make for a build like Debian's).
+        return [Cmd(["cmake", "--build", str(build_dir), "--parallel", str(jobs), "--target",
+                     *self.build_targets(build_dir)], what="cmake --build")]
 
-    def ninja_targets(self, build_dir: Path) -> list[str]:
-        return MARIADB_NINJA_TARGETS
+    def build_targets(self, build_dir: Path) -> list[str]:
+        return MARIADB_BUILD_TARGETS
 
     def install(self, tree: Path, build_dir: Path, install_dir: Path, runner: Runner,
                 flags: FlagSet) -> None:
@@ -104,6 +212,37 @@ class MariaDBTarget:
             shutil.copy2(src, install_dir / "bin" / name)
         shutil.copytree(build_dir / "sql" / "share", install_dir / "share", symlinks=True)
         (install_dir / "pgolab-source").write_text(f"{tree}\n{build_dir}\n")
+
+    features_compared = "options and variables (mariadbd --no-defaults --help --verbose)"
+    tarball_setup = None        # a binary tarball needs the whole install, which pgolab's build does not make
+
+    def feature_names(self, binary: Path, installation, runner: Runner) -> set[str]:
+        """What a server binary offers, to compare a build with the distribution's: the options and
+        variables its help lists (the compiled-in plugins' among them: wsrep's, InnoDB's, ...)."""
+        done = runner.run([str(binary), "--no-defaults", "--help", "--verbose", *installation.user_args()],
+                          what=f"{binary.name} --help --verbose", log_output=False)
+        lines = done.output.splitlines()
+        start = next((i for i, line in enumerate(lines) if line.startswith("Variables (--variable-name=value)")), None)
+        if start is None:
+            raise PgolabError(f"{binary} --help --verbose printed no table of variables", log=runner.log_path,
+                              hint="run it by hand to see why it does not start")
+        names = set()
+        for line in lines[start + 3:]:
+            if not line.strip():
+                break
+            names.add(line.split()[0])
+        return names
+
+    def undefined_in_source(self, tree: Path, names: set[str]) -> set[str]:
+        """Of these option names, those whose name (or, for a plugin's, the part after its prefix) no
+        source file of the server or its storage engines and plugins mentions."""
+        wanted = {n: {n.replace("-", "_"), n.split("-", 1)[-1].replace("-", "_")} for n in names}
+        found = set()
+        for folder in ("sql", "storage", "plugin", "wsrep-lib"):
+            for path in (tree / folder).rglob("*.c*"):
+                text = path.read_text(errors="replace") if path.suffix in (".c", ".cc", ".cpp") else ""
+                found |= {n for n, forms in wanted.items() if n not in found and any(f in text for f in forms)}
+        return set(names) - found
 
     def server_binary(self, install_dir: Path) -> Path:
         return install_dir / "bin" / "mariadbd"

@@ -7,6 +7,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..distribution import DistributionBuild
 from ..errors import PgolabError
 from ..toolchains import compiler_family
 from ..variants import FlagSet, Variant
@@ -46,6 +47,10 @@ class MySQLTarget(MariaDBTarget):
     server_program = "mysqld"
     build_tree_server = "runtime_output_directory/mysqld"
 
+    def distribution_build(self, tree, runner) -> DistributionBuild:
+        raise PgolabError("Debian 12 has no MySQL server package for a drop-in build to replace (its mysql-9.7 "
+                          "source comes from unstable)", hint="leave --distribution-options out for MySQL")
+
     def adapt_flags(self, variant: Variant, flags: FlagSet) -> FlagSet:
         """-flto and -fprofile-generate/-use come from WITH_LTO and FPROFILE_* instead;
         the rest (e.g. gcc's -fprofile-update, -fprofile-prefix-path) is still added."""
@@ -53,7 +58,8 @@ class MySQLTarget(MariaDBTarget):
         link = [f for f in flags.link if not f.startswith("-flto")]
         return FlagSet(keep, link, dict(flags.tools))
 
-    def recipe_options(self, variant: Variant, tree: Path, profile_dir: Path | None) -> list[str]:
+    def recipe_options(self, variant: Variant, tree: Path, profile_dir: Path | None,
+                       like_distribution: bool = False) -> list[str]:
         opts = [f"-D{k}={v}" for k, v in MYSQL_CMAKE_OPTIONS.items()]
         # Always explicit: FPROFILE_USE turns WITH_LTO's default on.
         opts.append(f"-DWITH_LTO={'ON' if variant.lto else 'OFF'}")
@@ -69,7 +75,7 @@ class MySQLTarget(MariaDBTarget):
             opts.append("-DUSE_LD_LLD=ON" if variant.pgo == "none" else "-DUSE_LD_LLD=OFF")
         return opts
 
-    def ninja_targets(self, build_dir: Path) -> list[str]:
+    def build_targets(self, build_dir: Path) -> list[str]:
         return ["mysqld", "mysql", "mysqladmin"]
 
     def install(self, tree, build_dir, install_dir, runner, flags) -> None:

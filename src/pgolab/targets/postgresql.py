@@ -125,6 +125,18 @@ def install_dirs(tree: Path) -> list[str]:
     return POSTGRESQL_MAKE_DIRS + (["src/include"] if moved else [])
 
 
+# A binary tarball's setup-datadir: initialises a data directory as an unprivileged user.
+TARBALL_SETUP = """#!/bin/sh
+# Initialises a data directory for this server, as an unprivileged user (postgres refuses root):
+#   {setup} DATADIR
+# then start it with:  {bindir}/pg_ctl -D DATADIR -l DATADIR/server.log start
+set -e
+[ $# = 1 ] || {{ echo "usage: $0 DATADIR" >&2; exit 2; }}
+here=$(cd "$(dirname "$0")" && pwd)
+exec "$here/{bindir}/initdb" -D "$1" -E UTF8 --locale=C
+"""
+
+
 class PostgreSQLTarget:
     server = "postgresql"
     server_program = "postgres"
@@ -137,7 +149,10 @@ class PostgreSQLTarget:
         return FlagSet(["-O3", *flags.compile], list(flags.link), dict(flags.tools))
 
     def configure(self, tree: Path, build_dir: Path, toolchain, flags: FlagSet, variant: Variant,
-                  extra_args: list[str], use_ccache: bool, profile_dir: Path | None = None) -> list[Cmd]:
+                  extra_args: list[str], use_ccache: bool, profile_dir: Path | None = None,
+                  like_distribution: bool = False) -> list[Cmd]:
+        # Like Debian's or not, the three options stay: Debian's line turns ICU back on after them, its
+        # JIT provider is left out anyway, and readline is psql's, not the server's.
         build_dir.mkdir(parents=True, exist_ok=True)
         cc = toolchain.cc
         if use_ccache and shutil.which("ccache"):
@@ -224,6 +239,25 @@ class PostgreSQLTarget:
             package=package, version=version, server_path=f"/usr/lib/postgresql/{major}/bin/postgres",
             configure_args=tuple(kept), dropped=tuple(dropped),
             read_from=f"{pg_config} --configure ({client} {installed_version(client, runner) or 'version unknown'})")
+
+    features_compared = "configuration parameters (postgres --describe-config)"
+
+    def feature_names(self, binary: Path, installation, runner: Runner) -> set[str]:
+        """What a server binary offers, to compare a build with the distribution's: its parameters."""
+        done = runner.run([str(binary), "--describe-config"], user=installation.run_as,
+                          what="postgres --describe-config", log_output=False)
+        return {line.split("\t", 1)[0] for line in done.output.splitlines() if "\t" in line}
+
+    def undefined_in_source(self, tree: Path, names: set[str]) -> set[str]:
+        """Of these parameter names, those the tree's GUC tables never define."""
+        source = "\n".join(p.read_text(errors="replace") for p in (tree / "src/backend/utils/misc").glob("guc*.c"))
+        return {n for n in names if f'"{n}"' not in source}
+
+    def tarball_setup(self, name: str, bindir: Path) -> tuple[str, list[str]]:
+        """The tarball's data-directory script (`name`, at its top) and how its README says to start it."""
+        script = TARBALL_SETUP.format(setup=name, bindir=bindir)
+        return script, ["As an unprivileged user (postgres refuses root), where the tarball was unpacked:", "",
+                        f"    ./{name} DATA && ./{bindir}/pg_ctl -D DATA -l DATA/server.log start", ""]
 
     def server_binary(self, install_dir: Path) -> Path:
         return install_dir / "bin" / "postgres"
