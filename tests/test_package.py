@@ -3,13 +3,10 @@ run-time axes -fno-plt, -fno-semantic-interposition and jemalloc), packaged as a
 Debian's server binary, installed, run and removed in a throwaway Debian 12 root (mmdebstrap, never
 this machine's own system); and as a tarball unpacked elsewhere and started."""
 
-import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 import time
 from pathlib import Path
@@ -23,63 +20,10 @@ from pgolab.targets.postgresql import debian_configure
 
 from conftest import need
 from conftest import test_scratch as scratch_root  # (a test_* name here would be collected as a test)
+from debian_roots import answers, debian_root, in_root, pgolab, sha256
 
 VARIANT = "rel_o2nofp_noplt_nosi_jemalloc"
 LABEL = f"{VARIANT}+debian"
-MIRROR = "http://deb.debian.org/debian"
-# The root is made once per machine and Debian version (about a minute), then unpacked per test.
-ROOTS = Path(os.environ.get("PGOLAB_TEST_ROOTS", "/var/cache/pgolab-test-roots"))
-
-
-def pgolab(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pgolab", *args], capture_output=True, text=True, **kwargs)
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def debian_root(version: str, into: Path) -> Path:
-    """A minimal Debian 12 root with postgresql-15 (= version) installed and its apt lists kept."""
-    need("mmdebstrap")
-    ROOTS.mkdir(parents=True, exist_ok=True)
-    # Documentation left out, but for pgolab's packages: the test reads the build record they carry.
-    argv = ["mmdebstrap", "--variant=minbase", f"--include=postgresql-15={version}", "--skip=cleanup/apt/lists",
-            "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-include=/usr/share/doc/pgolab-*",
-            "--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/locale/*", "bookworm"]
-    recipe = hashlib.sha256(" ".join(argv).encode()).hexdigest()[:10]
-    cached = ROOTS / f"bookworm-postgresql-15_{version}-{recipe}.tar"
-    if not cached.exists():
-        partial = cached.with_suffix(".partial.tar")
-        made = subprocess.run([*argv, str(partial), MIRROR], capture_output=True, text=True, timeout=1200)
-        assert made.returncode == 0, made.stderr[-3000:]
-        partial.rename(cached)
-    into.mkdir(parents=True)
-    with tarfile.open(cached) as tar:
-        tar.extractall(into, filter="fully_trusted")
-    return into
-
-
-def in_root(root: Path, script: str, check: bool = True, network: bool = False) -> subprocess.CompletedProcess:
-    """One shell script in the root, in namespaces of its own (mounts, processes and, unless it needs
-    Debian's mirror, a network with only loopback up): whatever it starts ends with it, and this
-    machine's /proc and ports are untouched."""
-    if network:
-        shutil.copy("/etc/resolv.conf", root / "etc" / "resolv.conf")
-    isolated = [] if network else ["--net"]
-    up = "" if network else "ip link set lo up && "
-    # POSIX shared memory (PostgreSQL's dynamic segments) needs a world-writable /dev/shm, a tmpfs as
-    # on a booted system; mounted in this namespace, it goes with it.
-    argv = ["unshare", "--mount", "--pid", *isolated, "--fork", f"--mount-proc={root / 'proc'}",
-            "sh", "-c", f"{up}mount -t tmpfs -o mode=1777 tmpfs {root / 'dev/shm'} && exec chroot {root} /bin/sh -ec \"$0\"",
-            script]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=900,
-                          env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"})
-    if check:
-        assert done.returncode == 0, f"{script}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
-    return done
-
-
 SERVER = "/usr/lib/postgresql/15/bin/postgres"
 # Start the cluster as Debian does (pg_ctlcluster), report the running binary and what it answers.
 RUN_CLUSTER = f"""
@@ -91,10 +35,6 @@ echo "version=$(su postgres -c "psql -Atc 'SELECT version()'")"
 echo "ssl=$(su postgres -c "psql -Atc 'SHOW ssl'")"
 pg_ctlcluster 15 main stop
 """
-
-
-def answers(output: str) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
 
 
 @pytest.mark.slow
@@ -135,7 +75,7 @@ def test_a_debian_configured_build_is_a_drop_in_deb_and_a_tarball(pg_tree, tmp_p
     fields = subprocess.run(["dpkg-deb", "--field", str(deb_path)], capture_output=True, text=True).stdout
     assert f"postgresql-15 (= {version})" in fields and re.search(r"libjemalloc2 \(>= [^)]+\)", fields), fields
 
-    root = debian_root(version, tmp_path / "root")
+    root = debian_root("postgresql-15", version, tmp_path / "root")
     shutil.copy(deb_path, root / "tmp" / "pgolab.deb")
     debian_digest = sha256(root / SERVER.lstrip("/"))
     before = answers(in_root(root, RUN_CLUSTER).stdout)
