@@ -210,3 +210,41 @@ def test_without_the_distribution_s_pg_config_the_options_are_refused_with_its_p
     assert "pgolab source mariadb" in err.value.hint
     with pytest.raises(PgolabError, match="no MySQL server package"):
         target_for("mysql").distribution_build(SourceTree(tmp_path, "mysql", "9.7.2"), Runner(tmp_path / "log"))
+
+
+MAKE_DRY_RUN = r'''echo "RULES.override_dh_auto_configure"
+dh_testdir
+sed -i 's/__MARIADB_MAJOR_VER__/10.11/g' debian/mariadb-server.post* debian/mariadb-server.preinst
+PATH=${MYSQL_BUILD_PATH:-"/usr/lib/ccache:/usr/local/bin:/usr/bin:/bin"} \
+    dh_auto_configure --builddirectory=builddir -- \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DWITH_PMEM=ON \
+     \
+    -DCOMPILATION_COMMENT="Debian 12 " \
+    -DMYSQL_SERVER_SUFFIX="-0+deb12u1" \
+    -DBUILD_CONFIG=mysql_release \
+    -DDEB=Debian
+'''
+NO_ACT = ("\tcd builddir && cmake -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_BUILD_TYPE=None -DCMAKE_INSTALL_SYSCONFDIR=/etc "
+          "\"-GUnix Makefiles\" -DCMAKE_VERBOSE_MAKEFILE=ON -DCMAKE_INSTALL_LIBDIR=lib/x86_64-linux-gnu "
+          "-DCMAKE_BUILD_TYPE=RelWithDebInfo -DWITH_PMEM=ON \"-DCOMPILATION_COMMENT=Debian 12 \" -DDEB=Debian ..\n")
+
+
+def test_mariadb_s_debian_options_are_read_as_debian_s_build_runs_them():
+    from pgolab.targets.mariadb import debian_cmake_options, dh_cmake_argv, dh_configure_args
+    args = dh_configure_args(MAKE_DRY_RUN)
+    assert args[:2] == ["-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DWITH_PMEM=ON"]
+    assert "-DCOMPILATION_COMMENT=Debian 12 " in args and args[-1] == "-DDEB=Debian"
+    argv = dh_cmake_argv(NO_ACT)
+    assert argv[0] == "-DCMAKE_INSTALL_PREFIX=/usr" and ".." not in argv and "-GUnix Makefiles" in argv
+    flags = {"CFLAGS": "-g -O2 -ffile-prefix-map=/src=. -fstack-protector-strong -D_FORTIFY_SOURCE=2",
+             "CXXFLAGS": "-g -O2 -fstack-protector-strong", "LDFLAGS": "-Wl,-z,relro -Wl,-z,now"}
+    kept, dropped = debian_cmake_options(argv, flags)
+    assert "-DDEB=Debian" in kept and "-DCMAKE_INSTALL_SYSCONFDIR=/etc" in kept and "-DCMAKE_VERBOSE_MAKEFILE=ON" in kept
+    assert "-DCMAKE_C_FLAGS=-fstack-protector-strong -D_FORTIFY_SOURCE=2" in kept
+    assert "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-z,relro -Wl,-z,now" in kept
+    assert not any(a.startswith(("-DCMAKE_BUILD_TYPE", "-G")) for a in kept)
+    assert {d.option for d in dropped} >= {"-DCMAKE_BUILD_TYPE=None", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+                                           "-GUnix Makefiles", "build flags: -O2 -ffile-prefix-map=/src=. -g"}
+    with pytest.raises(PgolabError, match="no dh_auto_configure"):
+        dh_configure_args("dh_testdir\n")
