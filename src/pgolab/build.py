@@ -309,13 +309,7 @@ def train_profile(request: BuildRequest, out: Path, reporter: Reporter | None = 
     written to `out` as `pgolab profile export` writes one; the optimized compile is left to whoever
     reads the file (`pgolab build --profile FILE`, on this machine or another)."""
     variant = request.variant
-    if not variant.reads_profile or request.profile_file is not None:
-        raise PgolabError(f"{variant.name} makes no profile of its own",
-                          hint="give a PGO variant that trains, e.g. rel_pgo_use or rel_lto_pgo_use_clang")
-    if variant.bolt:
-        twin = variant.without_bolt().name
-        raise PgolabError(f"{variant.name} compiles with the profile of its twin {twin}",
-                          hint=f"make that one: pgolab profile make SOURCE --variant {twin}")
+    profile_file.require_own_profile(variant, request.name, lambda name: f"pgolab profile make SOURCE --variant {name}")
     pipeline = Pipeline(request, reporter or QuietReporter())
     pipeline.run(until=PROFILE_READY)
     instrumented = pipeline.instrumented

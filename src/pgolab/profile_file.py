@@ -81,18 +81,23 @@ def instrumented_name(variant, distribution) -> str:
     return variant.instrumented().name + (distribution.suffix if distribution else "")
 
 
+def require_own_profile(variant, name: str, command) -> None:
+    """A profile file holds a PGO build's own training: refused for a build that reads no profile,
+    or (a _bolt build) reads its twin's. `command(variant name)` is the command the hint gives."""
+    if not variant.reads_profile:
+        raise PgolabError(f"{name} ({variant.name}) is not a PGO build: it reads no profile",
+                          hint=f"give a PGO build's, e.g. {command('rel_pgo_use')}")
+    if variant.bolt:
+        twin = variant.without_bolt().name
+        raise PgolabError(f"{name} compiles with the profile of its twin {twin}", hint=f"give that one: {command(twin)}")
+
+
 def export_build(label: str, source: Path | None, out: Path) -> ProfileIdentity:
     """`pgolab profile export`: the profile of the newest finished build of that label (or the one
     from that source tree) to `out`."""
     record = BuildRecord.find(label, source)
     variant = parse_variant(record.variant)
-    if not variant.reads_profile:
-        raise PgolabError(f"{label} ({record.variant}) is not a PGO build: it read no profile",
-                          hint="export a PGO build's, e.g. rel_pgo_use")
-    if variant.bolt:
-        twin = variant.without_bolt().name
-        raise PgolabError(f"{label} compiled with the profile of its twin {twin}",
-                          hint=f"export that one: pgolab profile export {twin}")
+    require_own_profile(variant, label, lambda name: f"pgolab profile export {name}")
     return export(record, instrumented_name(variant, record.distribution_build), toolchain(variant.compiler).profile,
                   record.dir / "profile", out)
 
