@@ -102,3 +102,13 @@ def test_with_pgo_configures_the_three_step_driver_with_the_users_options(tmp_pa
     # gcc's counters are not what pgolab train merges: refused at configure, saying what to do.
     refused = configure(tree, tmp_path / "gcc-build", "gcc", "g++")
     assert refused.returncode != 0 and "CC=clang-16 CXX=clang++-16" in refused.stderr.replace("\n  ", " ")
+
+
+def test_verify_refuses_a_server_outside_its_cmake_build_folder(tmp_path):
+    from pgolab.user_build import verify_binary
+    binary = tmp_path / "bin" / "mariadbd"
+    binary.parent.mkdir()
+    binary.write_bytes(b"")
+    with pytest.raises(PgolabError, match="not in a CMake build folder") as err:
+        verify_binary(binary)
+    assert "BUILD/sql/mariadbd" in err.value.hint
