@@ -12,7 +12,7 @@ from pgolab import cmake_module
 from pgolab.errors import PgolabError
 from pgolab.sources import SourceTree
 from pgolab.targets import installation_for_binary
-from pgolab.targets.mariadb import cmake_build_folder
+from pgolab.targets.base import cmake_build_folder
 
 from conftest import need
 

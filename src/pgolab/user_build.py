@@ -28,7 +28,7 @@ from .runner import home_runner
 from .server import ServerProcess, initialize_datadir
 from .profiles.clang import clang_object_used_profile
 from .targets import installation_for_binary, target_for
-from .targets.mariadb import cmake_build_folder
+from .targets.base import cmake_build_folder
 from .toolchains import COMPILER_FAMILIES, CompilerFamily
 from .workloads import TrainingSpec, run_training
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import pwd
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,6 +56,24 @@ def cmake_tool_args(flags: FlagSet) -> list[str]:
             args += [f"-DCMAKE_C_COMPILER_{key}={flags.tools[key]}",
                      f"-DCMAKE_CXX_COMPILER_{key}={flags.tools[key]}"] if key != "NM" else []
     return args
+
+
+def cmake_build_folder(binary: Path, relative: str) -> Path | None:
+    """The CMake build folder `binary` was built in, where it sits at `relative` in one."""
+    parts = len(Path(relative).parts)
+    folder = binary.parents[parts - 1] if len(binary.parents) >= parts else None
+    if folder is None or folder / relative != binary or not (folder / "CMakeCache.txt").is_file():
+        return None
+    return folder
+
+
+def cmake_source_folder(build: Path) -> Path:
+    """The source tree a CMake build folder configures, as its cache records it."""
+    found = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", (build / "CMakeCache.txt").read_text(errors="replace"),
+                      re.MULTILINE)
+    if found is None:
+        raise PgolabError(f"{build / 'CMakeCache.txt'} names no source folder", hint="configure the build folder again")
+    return Path(found.group(1))
 
 
 def unprivileged_user() -> str | None:

@@ -15,7 +15,7 @@ from ..errors import PgolabError
 from ..runner import Runner
 from ..variants import FlagSet, Variant
 from ..mix import MixOptions, MySQLMix
-from .base import Cmd, CostEntry, cmake_flags_include, cmake_tool_args
+from .base import Cmd, CostEntry, cmake_build_folder, cmake_flags_include, cmake_source_folder, cmake_tool_args
 
 # The one place that says what a pgolab MariaDB build leaves out. InnoDB, Aria
 # and MyISAM stay; edit this list (or pass --cmake-arg) to change it.
@@ -258,24 +258,6 @@ def build_tree_install_db(tree: Path, build_dir: Path) -> list[str]:
     """mariadb-install-db as configured into a build folder: it bootstraps that folder's mariadbd with
     the tree's SQL scripts."""
     return [str(build_dir / "scripts" / "mariadb-install-db"), f"--srcdir={tree}", f"--builddir={build_dir}"]
-
-
-def cmake_build_folder(binary: Path, relative: str) -> Path | None:
-    """The CMake build folder `binary` was built in, where it sits at `relative` in one."""
-    parts = len(Path(relative).parts)
-    folder = binary.parents[parts - 1] if len(binary.parents) >= parts else None
-    if folder is None or folder / relative != binary or not (folder / "CMakeCache.txt").is_file():
-        return None
-    return folder
-
-
-def cmake_source_folder(build: Path) -> Path:
-    """The source tree a CMake build folder configures, as its cache records it."""
-    found = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", (build / "CMakeCache.txt").read_text(errors="replace"),
-                      re.MULTILINE)
-    if found is None:
-        raise PgolabError(f"{build / 'CMakeCache.txt'} names no source folder", hint="configure the build folder again")
-    return Path(found.group(1))
 
 
 @dataclass
