@@ -1,6 +1,7 @@
 #!/bin/bash
 # Issue 31, the MySQL PGO proof in pieces that each fit one 3-hour session on a new machine:
-# MySQL 9.7.2 as rel_lto_pgo_use_clang (clang-16 PGO with ThinLTO, the published table's best build:
+# MySQL 9.7.2 as rel_lto_pgo_use_clang (clang-16 PGO with MySQL's own WITH_LTO, which is full LTO with clang:
+# -flto, one link thread; the published table's best build:
 # 1.77x on 8.0.28) and rel_o2nofp, each build's wall and CPU time, the lifecycle and training-mix
 # tests on the first mysqld, then one stored run on the full suite at 1 thread: cost first (a quarter
 # of the events, two servers at once), then QPS (2 instances of 3 paired 1-second blocks per test),
