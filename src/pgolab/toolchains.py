@@ -207,6 +207,9 @@ class CompilerFamily(Protocol):
     bolt_flags: tuple[str, ...]    # compile flags a binary BOLT rewrites needs
     partial_training_flags: tuple[str, ...]   # the `_partial` axis (only gcc has one)
     cs_generate_flag: str | None              # the `_cs` axis's second instrumentation (only clang)
+    # Debug information valgrind 3.19 reads, should a build (or a part of it) turn -g on: clang's
+    # DWARF 5 has forms it cannot read (seen: 0x23, 0x25), and cost mode would die on the binary.
+    debug_version_flags: tuple[str, ...]
     llvm_version: str             # the LLVM release of its BOLT (and, for clang, of everything)
     links_with_lld: bool
     extra_build_cost: float       # a build's cost beyond gcc's, in plain gcc builds (matrix scheduling)
@@ -231,6 +234,7 @@ class Gcc:
     # for size (gcc 10+); +5 % on MySQL read-only in a published test.
     partial_training_flags = ("-fprofile-partial-training",)
     cs_generate_flag = None
+    debug_version_flags = ()
     llvm_version = LLVM_VERSION
     links_with_lld = False
     extra_build_cost = 0.0
@@ -267,6 +271,7 @@ class Clang:
     # Instruments again after the first profile's inlining, so the counts are per calling context;
     # with LTO the driver also hands it (and -fprofile-use) to the link's code generation.
     cs_generate_flag = "-fcs-profile-generate"
+    debug_version_flags = ("-fdebug-default-version=4",)    # no debug information by itself
     links_with_lld = True
     extra_build_cost = 0.1
 

@@ -165,6 +165,9 @@ class MariaDBTarget:
                   like_distribution: bool = False) -> list[Cmd]:
         include = build_dir / "pgolab-flags.cmake"
         build_dir.mkdir(parents=True, exist_ok=True)
+        if like_distribution:
+            # Debian's configuration builds wsrep-lib, which turns -g on for its own objects.
+            flags = FlagSet([*flags.compile, *toolchain.family.debug_version_flags], flags.link, flags.tools)
         include.write_text(cmake_flags_include(flags))
         # Debian's packages build with make: with Debian's layout, Connector/C declares its static
         # library twice (the library and a symlink of the same name), which Ninja refuses.
