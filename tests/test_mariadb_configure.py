@@ -40,6 +40,8 @@ def test_configure_with_variant_flags(mariadb_tree, name, like_debian):
         assert f"MYSQL_SERVER_SUFFIX:UNINITIALIZED=-{distribution.version.rsplit('-', 1)[1]}" in cache
         assert not re.search(r"^PLUGIN_ROCKSDB:\w+=NO$", cache, re.M)
         assert "-D_FORTIFY_SOURCE=2" in command_for(commands, "sql/sql_parse.cc")
+        # wsrep-lib turns -g on for its objects: clang's DWARF 4, which valgrind (cost mode) reads.
+        assert "-fdebug-default-version=4" in command_for(commands, "wsrep-lib/src/client_state.cpp")
         assert any(d.option.startswith("-DCMAKE_BUILD_TYPE=") for d in distribution.dropped)
     else:
         assert re.search(r"^PLUGIN_ROCKSDB:\w+=NO$", cache, re.M) and "WITH_WSREP:BOOL=OFF" in cache
