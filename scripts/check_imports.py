@@ -39,7 +39,7 @@ LAYERS: dict[str, int] = {
     # running and logging commands; the phase engine; scratch folders
     "runner": 1, "phases": 1, "scratch": 1,
     # source trees; the benchmark catalog; the training mix's SQL drivers
-    "sources": 2, "suite": 2, "mix": 2,
+    "sources": 2, "suite": 2, "mix": 2, "replicates": 2,
     # Debian's source packages; the compilers' profiles (gcc, clang: flags, merge, checks), then the
     # compilers and their tools, which make them
     "debian": 3, "profiles": 3, "toolchains": 3,

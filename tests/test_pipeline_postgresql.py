@@ -295,14 +295,30 @@ def test_cost_mode_on_postgresql_builds(pg_tree, tmp_path, monkeypatch):
     with monkeypatch.context() as m:
         m.setenv("PGOLAB_HOME", str(other_home()))
         imported = BuildRecord.find("rel_pgo_use", pg_tree.path).server_binary
-    targets = bench.resolve_targets("rel_pgo_use", [], [f"imported={imported}"], pg_tree.path)
+    # A second build replicate of rel_pgo_use (issue 32): replicate 1 is up to date; the second trains
+    # with the next seed and links its objects in another order (gcc: GNU ld behind a seeded wrapper).
+    built = subprocess.run(pgolab("build", str(pg_tree.path), "--variant", "rel_pgo_use", "--replicates", "2",
+                                  "--train-seconds", str(TRAIN_SECONDS)), capture_output=True, text=True, timeout=3000)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "rel_pgo_use is up to date" in built.stdout
+    first, second = (BuildRecord.find(label, pg_tree.path) for label in ("rel_pgo_use", "rel_pgo_use+r2"))
+    assert (first.replicate, second.replicate) == (1, 2) and first.layout_seed is None
+    assert second.layout_seed.startswith("link-order shuffle") and second.binary_digest != first.binary_digest
+    assert any(f.startswith("-B") and f.endswith("layout-seed/") for f in second.flags["final"]["link"])
+    assert second.profile["check-profile"]["with_profile"] > second.profile["check-profile"]["objects"] // 3
+    targets = bench.resolve_targets("rel_pgo_use", [], [f"imported={imported}"], pg_tree.path, replicate_count=2)
+    assert [t.label for t in targets] == ["rel_pgo_use", "rel_pgo_use+r2", "imported"]
     store = Store(tmp_path / "results.sqlite")
     options = bench.BenchOptions(suite="quick", modes=("cost",), table_size=5000, cost_scale=0.25, cost_jobs=2)
     run_id = bench.run_bench(store, "pg-cost", "rel_pgo_use", targets, options, "test")
     samples = store.samples(run_id, "cost")
-    assert len(samples) == sum(options.cost_write_repeats if m.state_dependent else 1 for m in suite.QUICK) * 2
+    assert len(samples) == sum(options.cost_write_repeats if m.state_dependent else 1 for m in suite.QUICK) * 3
+    spread = report.compute(store, "pg-cost").table("replicates").rows
+    assert {r["build"] for r in spread} == {"rel_pgo_use"} and all(r["between"] is not None for r in spread)
     assert all(s.detail["method"] == "toggle-collect on PostgresMain" for s in samples)
     point = next(s for s in samples if s.step.micro == "point-1/point-query")
     assert 5_000 < point.values["instructions"] < 500_000 and point.values["i1_misses"] > 10
-    rows = report.compute(store, "pg-cost").table("builds").rows
-    assert rows[0]["build"] == "imported" and rows[0]["cycles"].value > 0
+    rows = {r["build"]: r for r in report.compute(store, "pg-cost").table("builds").rows}
+    assert rows["imported"]["cycles"].value > 0
+    # Another training and layout move a PGO build's cost by a little, not by what PGO gains.
+    assert 0.9 < rows["rel_pgo_use+r2"]["cycles"].value < 1.1

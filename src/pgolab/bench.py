@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from . import clients, measures as measures_mod, paths, suite as suite_mod
+from . import clients, measures as measures_mod, paths, replicates, suite as suite_mod
 from .errors import PgolabError
 from .fleet import BenchTarget, Fleet
 from .host import Host
@@ -126,13 +126,15 @@ def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget]
 # --- what to benchmark --------------------------------------------------------
 
 def resolve_targets(base: str, variants: list[str], binaries: list[str],
-                    source_path: Path | None = None) -> list[BenchTarget]:
+                    source_path: Path | None = None, replicate_count: int = 1) -> list[BenchTarget]:
     """The targets named by --variant and --binary; a base named by neither is a variant
-    (`--base rel_o2nofp --variant rel_pgo_use` compares the two builds)."""
+    (`--base rel_o2nofp --variant rel_pgo_use` compares the two builds). With replicates, every
+    build's replicates (`V+r2`, ...) too: the base's are measured against it, one build against another."""
     binary_labels = [spec.split("=", 1)[0] for spec in binaries]
     names = list(variants)
     if base not in names and base not in binary_labels:
         names.insert(0, base)
+    names = [r for name in names for r in replicates.labels(name, replicate_count)]
     return [variant_target(v, source_path) for v in names] + [binary_target(b) for b in binaries]
 
 

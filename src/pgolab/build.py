@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import __version__, elf, profile_file, reproducible
+from . import __version__, elf, profile_file, replicates, reproducible
 from .chain import BuildChain
 from .distribution import DistributionBuild
 from .errors import PgolabError
@@ -61,10 +61,18 @@ class BuildRequest:
     # Configured like the distribution's package of this server (what `pgolab package` replaces); its
     # instrumented builds are too, since a profile is read by objects compiled like those that wrote it.
     distribution: DistributionBuild | None = None
+    # Which build replicate this is (replicates.py): 1 the build itself; k > 1 another training seed
+    # (a PGO build: `train` already moved) and layout seed k.
+    replicate: int = 1
 
     @property
     def name(self) -> str:
-        return (self.label or self.variant.name) + (self.distribution.suffix if self.distribution else "")
+        own = (self.label or self.variant.name) + (self.distribution.suffix if self.distribution else "")
+        return replicates.label(own, self.replicate)
+
+    def replicate_of(self, k: int) -> "BuildRequest":
+        """Replicate k of this build (this one for k = 1)."""
+        return replace(self, replicate=k, train=replicates.training(self.train, k))
 
     @property
     def configure_args(self) -> list[str]:
@@ -137,6 +145,8 @@ class Pipeline:
         flags = flags_for(owner.variant, self.toolchain, profile_dir=owner.profile_dir,
                           build_dir=owner.build_dir("final"))
         flags.compile += reproducible.prefix_map_flags(self.request.source.path, owner.build_dir("final"))
+        if owner.request.replicate > 1:
+            flags.link += self.toolchain.family.layout_seed_flags(owner.request.replicate, owner.layout.layout_seed_dir)
         if owner.variant.is_pgo:
             flags.compile.append(reproducible.NO_RECORDED_SWITCHES)
         return owner.variant, self.target.adapt_flags(owner.variant, flags)
@@ -229,6 +239,9 @@ class Pipeline:
             versions = self.toolchain.versions()
             start = digest(__version__, self.source_digest, self.variant.name, versions,
                            self.request.configure_args, self.request.source.server)
+            if self.request.replicate > 1:     # (replicate 1 keeps the digests of builds made before replicates)
+                start = digest(start, f"replicate {self.request.replicate}")
+                self.toolchain.family.prepare_layout_seed(self.request.replicate, self.layout.layout_seed_dir)
             # What this build's profile comes from, built or found up to date: a change there
             # re-runs everything after it.
             upstream = self.chain.run_upstream()
@@ -290,6 +303,8 @@ class Pipeline:
             bolt={k: phases[k] for k in ("bolt-merge", "bolt-optimize") if k in phases} or None,
             profile_check=json.loads(check.read_text()) if check.exists() else None,
             distribution=self.request.distribution.as_dict() if self.request.distribution else None,
+            replicate=self.request.replicate,
+            layout_seed=self.toolchain.family.layout_seed_method if self.request.replicate > 1 else None,
         )
         record.save()
         return record

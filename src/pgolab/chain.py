@@ -69,7 +69,9 @@ class BuildChain:
             # The _pgo_gen build holds no training and is shared by every label; a _pgo_csgen build
             # holds its training's profile, so a labelled training gets one of its own.
             label = f"{request.label}-{gen_variant.name}" if request.label and gen_variant.reads_profile else None
-            gen_request = replace(request, variant=gen_variant, label=label, smoke=False)
+            # (A replicate's own training and layout begin after the shared build: it is replicate 1.)
+            gen_request = replace(request, variant=gen_variant, label=label, smoke=False,
+                                  replicate=request.replicate if gen_variant.reads_profile else 1)
             self.instrumented = make(gen_request, PrefixedReporter(stage_prefix(gen_variant), reporter),
                                      source_digest)
 

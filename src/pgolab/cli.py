@@ -23,6 +23,7 @@ from . import debian, paths, sources, toolchains
 from . import variants as variants_mod
 from .build import BuildRequest, build as run_build, like_distribution
 from .errors import PgolabError, from_os_error
+from .replicates import check_count as check_replicates
 from .fleet import BenchOptions
 from .render import console_for_output, rich_table
 from .runner import Runner, home_runner
@@ -228,6 +229,10 @@ TRAIN_CONNECTIONS_OPTION = typer.Option(None, "--train-connections", metavar="N"
                                              "default: each load's own (mix 4, sysbench 2)")
 TRAIN_EVERY_BUILD_OPTION = typer.Option("mix", "--train", metavar="LOADS", help="training load of every PGO and BOLT build")
 JOBS_OPTION = typer.Option(os.cpu_count() or 2, "--jobs", "-j", metavar="N", help="parallel compile jobs")
+REPLICATES_OPTION = typer.Option(1, "--replicates", metavar="N",
+                                 help="N independent builds of each variant (labelled V, V+r2, ...): another "
+                                      "training seed for PGO, another code layout for every build; a report "
+                                      "then includes the build-to-build spread")
 
 
 @app.command("variants")
@@ -287,6 +292,7 @@ def build_cmd(
         False, "--distribution-options",
         help="configure like Debian's package of this server (its paths and features), as `pgolab package` "
              "needs; built beside the plain build, labelled +debian"),
+    replicates: int = REPLICATES_OPTION,
 ) -> None:
     """Build variants; a PGO variant runs the whole pipeline (instrument, train, merge, optimize)."""
     tree = _resolve_source(source_arg)
@@ -307,16 +313,17 @@ def build_cmd(
         console.print(f"configured like Debian's {distribution.package} {distribution.version} "
                       f"(options read from {distribution.read_from})")
     records = []
-    for v in parsed:
-        console.rule(f"{v.name}: {v.describe()}")
+    check_replicates(replicates)
+    for v, k in ((v, k) for v in parsed for k in range(1, replicates + 1)):
         request = BuildRequest(tree, v, spec, jobs=jobs, extra_args=list(cmake_arg), use_ccache=not no_ccache,
                                smoke=not no_smoke, label=label, profile_file=profile.absolute() if profile else None,
                                distribution=distribution,
-                               stale_min_match=min_profile_match / 100 if stale_profile else None)
+                               stale_min_match=min_profile_match / 100 if stale_profile else None).replicate_of(k)
+        console.rule(f"{request.name}: {v.describe()}" + (f"; replicate {k} of {replicates}" if replicates > 1 else ""))
         with _progress_display() as progress:
             result = run_build(request, RichReporter(progress))
         if result.up_to_date:
-            console.print(f"[green]{v.name} is up to date[/green]: inputs unchanged, nothing to do")
+            console.print(f"[green]{request.name} is up to date[/green]: inputs unchanged, nothing to do")
         records.append(result.record)
         console.print(f"server binary: {result.server_binary}")
         console.print(f"installed tree: {result.install_dir}")
@@ -527,12 +534,15 @@ def bench_cmd(
     run_name: Optional[str] = typer.Option(None, "--run", metavar="NAME",
                                            help="run name; an existing one resumes; "
                                                 "{binaries} in it stands for the binaries' digest"),
+    replicates: int = typer.Option(1, "--replicates", metavar="N",
+                                   help="also measure each build's replicates V+r2 .. V+rN (pgolab build "
+                                        "--replicates N): the report adds the build-to-build spread"),
     *, options, binary, store_path, out_dir,
 ) -> None:
     """Run the sysbench suite on variants and binaries, store every sample, print the report."""
     from . import bench
     from .store import Store
-    targets = bench.resolve_targets(base, variant, binary, source_dir)
+    targets = bench.resolve_targets(base, variant, binary, source_dir, check_replicates(replicates))
     if len(targets) < 2:
         raise PgolabError("bench needs at least two targets (the base and one to compare)",
                           hint="e.g. --base distro --binary distro=/usr/sbin/mariadbd --variant rel_o2nofp")
@@ -590,6 +600,7 @@ def matrix_cmd(
     shard: Optional[str] = typer.Option(None, "--shard", metavar="K/N",
                                         help="build and measure the K-th of N shares of the matrix, and the base "
                                              "(pgolab merge puts the shards' runs together)"),
+    replicates: int = REPLICATES_OPTION,
     cluster: Optional[str] = typer.Option(None, "--cluster", metavar="tcp://SCHEDULER:8786",
                                           help="build and cost-measure on a Dask cluster, one build per task, and "
                                                "merge the results here (workers: --resources build=1)"),
@@ -600,6 +611,10 @@ def matrix_cmd(
     from . import bench, matrix
     from .store import Store
     train_spec = parse_train(train, train_seconds, connections=train_connections)
+    check_replicates(replicates)
+    if cluster and replicates > 1:
+        raise PgolabError("--replicates is not run on a cluster yet", hint="run the matrix with --replicates on one "
+                          "host, or in shards (--shard K/N) merged with pgolab merge")
     if cluster:
         _matrix_on_cluster(cluster, source_args, variants, bolt, base, train_spec, options,
                            run_name, jobs, binary, shard, store_path, out_dir)
@@ -609,7 +624,7 @@ def matrix_cmd(
     request = matrix.MatrixRequest(
         sources=trees, variants=matrix.choose(variants, bolt), base=base, train=train_spec,
         options=options, run_name=run_name or matrix.default_run_name(trees, options, share),
-        binaries=[bench.binary_target(b) for b in binary], jobs=jobs, shard=share)
+        binaries=[bench.binary_target(b) for b in binary], jobs=jobs, shard=share, replicates=replicates)
     store = Store(store_path)
     shown = ", ".join(f"{t.server} {t.version}" for t in trees)
     console.print(f"source: {shown}; run {request.run_name}; store {store.path}")

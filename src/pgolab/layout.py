@@ -67,6 +67,11 @@ class BuildLayout:
         return self.dir / "final" / "incidental-profile"
 
     @property
+    def layout_seed_dir(self) -> Path:
+        """What a replicate's link needs to move its code (a gcc build's ld wrapper)."""
+        return self.dir / "final" / "layout-seed"
+
+    @property
     def bolt_dir(self) -> Path:
         return self.dir / "final" / "bolt"
 

@@ -112,6 +112,7 @@ class MatrixRequest:
     jobs: int = 2
     use_ccache: bool = True
     shard: tuple[int, int] | None = None     # (K, N): build and measure the K-th share, and the base
+    replicates: int = 1                      # builds of each variant (replicates.py), the base's too
 
 
 class MatrixProgress(Protocol):
@@ -143,13 +144,15 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
     if request.base not in [b.label for b in request.binaries] and base_variant not in [v.name for v in chosen]:
         chosen.insert(0, variants_mod.parse(base_variant))
     # Tree by tree in the order given, each tree's variants cheapest first.
-    order = [(tree, v) for tree in request.sources for v in build_order(chosen)]
+    order = [(tree, v, k) for tree in request.sources for v in build_order(chosen)
+             for k in range(1, request.replicates + 1)]
     started = time.monotonic()
     results, targets = [], []
-    for i, (tree, variant) in enumerate(order):
+    for i, (tree, variant, k) in enumerate(order):
         t0 = time.monotonic()
         reporter = progress.build_started(i, len(order), variant)
-        build_request = BuildRequest(tree, variant, request.train, jobs=request.jobs, use_ccache=request.use_ccache)
+        build_request = BuildRequest(tree, variant, request.train, jobs=request.jobs,
+                                     use_ccache=request.use_ccache).replicate_of(k)
         result = Pipeline(build_request, reporter).run()
         results.append(result)
         targets.append(BenchTarget(target_label(tree, result.record.label, series), result.record.kind,

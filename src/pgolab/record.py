@@ -20,8 +20,8 @@ from .stored import known_fields
 
 RECORD_FILE = "build.json"
 # build.json's format: 1 had no version field; 2 adds it; 3 adds code_bytes and bolt; 4 adds
-# binary_digest; 5 adds distribution. A newer file is refused, not misread.
-RECORD_VERSION = 5
+# binary_digest; 5 adds distribution; 6 adds replicate and layout_seed. A newer file is refused, not misread.
+RECORD_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,10 @@ class BuildRecord:
     # The distribution package a build configured like it replaces (distribution.DistributionBuild;
     # None: configured pgolab's way, or recorded before version 5)
     distribution: dict | None = None
+    # Which build replicate (replicates.py; 1 before version 6) and how its layout was moved (None:
+    # replicate 1, the build as the variant makes it).
+    replicate: int = 1
+    layout_seed: str | None = None
     record_version: int = RECORD_VERSION
     kind = "variant"      # a run's target that pgolab built
 

@@ -535,6 +535,54 @@ def sensitivity(full: Estimate, with_excluded: Estimate | None, without: dict[st
                        tuple((k, e.verdict()) for k, e in flips))
 
 
+@dataclass(frozen=True)
+class ReplicateSpread:
+    """One variant's figure over its build replicates (each a binary of its own, each with its
+    within-run estimate against one base binary)."""
+    combined: Estimate        # over the replicates, its interval wide enough for build-to-build variation
+    replicates: int
+    between: float | None     # build-to-build standard deviation of the log ratio (τ); None: one build
+    within: float             # root mean square of the replicates' own log standard errors
+
+
+def combine_replicates(estimates: list[Estimate]) -> ReplicateSpread | None:
+    """A random-effects combination of one variant's replicates: DerSimonian and Laird's τ² for the
+    build-to-build variance, and Knapp and Hartung's t interval with replicates − 1 df around the
+    weighted mean (statsmodels' combine_effects, its "random effect wls" row), so that two or three
+    builds give the wide interval so few builds allow. None if a replicate has no interval."""
+    from statsmodels.stats.meta_analysis import combine_effects
+    if not estimates or any(e.log_se is None for e in estimates):
+        return None
+    bound = estimates[0].bound
+    logs = np.array([math.log(e.value) for e in estimates])
+    variances = np.array([max(e.log_se, 1e-12) ** 2 for e in estimates])
+    within = float(math.sqrt(variances.mean()))
+    n = len(estimates)
+    if n == 1:
+        e = estimates[0]
+        return ReplicateSpread(e, 1, None, within)
+    found = combine_effects(logs, variances, method_re="dl", use_t=True)
+    low, high = found.conf_int(alpha=1 - CONFIDENCE, use_t=True)[3]
+    center = float(found.mean_effect_re)
+    df = n - 1
+    se = float(high - low) / 2 / _t_quantile(0.5 + CONFIDENCE / 2, df)
+    made = (Estimate(math.exp(center), math.exp(low), math.exp(high), sum(e.n for e in estimates), None, se,
+                     estimates[0].margin, bound, df) if bound is not None else
+            Estimate(math.exp(center), math.exp(low), math.exp(high), sum(e.n for e in estimates), df, se,
+                     estimates[0].margin))
+    return ReplicateSpread(made, n, float(math.sqrt(max(found.tau2, 0.0))), within)
+
+
+def pair_spread(estimates: list[Estimate]) -> float | None:
+    """The build-to-build standard deviation shown by a build's replicates measured against the
+    build itself: each log ratio is the difference of two builds (variance 2τ² beyond its own)."""
+    usable = [e for e in estimates if e.log_se is not None]
+    if not usable:
+        return None
+    excess = np.mean([math.log(e.value) ** 2 - e.log_se ** 2 for e in usable])
+    return float(math.sqrt(max(excess, 0.0) / 2))
+
+
 def _mad(values) -> float:
     a = np.asarray(values, float)
     return float(np.median(np.abs(a - np.median(a))))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from . import replicates
 from .errors import PgolabError
 from .profiles.clang import ClangProfile
 from .profiles.gcc import GccProfile
@@ -220,6 +221,11 @@ class CompilerFamily(Protocol):
     def avx512_of(self, output: str) -> set[str]: ...
     def tool_overrides(self, toolchain: Toolchain, lto: bool) -> dict[str, str]: ...
     def profile_tool(self, toolchain: Toolchain): ...
+    # A build replicate's other code layout (replicates.py): what it is, its link flags, and what
+    # must exist in `folder` before the link.
+    layout_seed_method: str
+    def layout_seed_flags(self, seed: int, folder: Path) -> list[str]: ...
+    def prepare_layout_seed(self, seed: int, folder: Path) -> None: ...
 
 
 class Gcc:
@@ -255,6 +261,16 @@ class Gcc:
 
     def native_features_argv(self, toolchain: Toolchain) -> list[str]:
         return [toolchain.cc, "-march=native", "-Q", "--help=target"]
+
+    # GNU ld has no shuffle of its own: gcc finds an `ld` that permutes the link's object files
+    # first in the -B folder (the folder is not recorded in the binary; seen with gcc 12).
+    layout_seed_method = "link-order shuffle of the object files (a seeded `ld` wrapper found through gcc's -B)"
+
+    def layout_seed_flags(self, seed: int, folder: Path) -> list[str]:
+        return [f"-B{folder}/"]
+
+    def prepare_layout_seed(self, seed: int, folder: Path) -> None:
+        replicates.write_link_order_wrapper(folder, seed)
 
     def avx512_of(self, output: str) -> set[str]:
         """`  -mavx512f   [enabled]` lines of gcc's --help=target."""
@@ -307,6 +323,16 @@ class Clang:
 
     def native_features_argv(self, toolchain: Toolchain) -> list[str]:
         return [toolchain.cc, "-march=native", "-###", "-x", "c", "-c", "/dev/null", "-o", "/dev/null"]
+
+    # lld permutes the input sections of .text (one per object, or per function where the build
+    # compiles with -ffunction-sections) with the seed.
+    layout_seed_method = "lld's --shuffle-sections of the .text input sections"
+
+    def layout_seed_flags(self, seed: int, folder: Path) -> list[str]:
+        return [f"-Wl,--shuffle-sections=.text*={seed}"]
+
+    def prepare_layout_seed(self, seed: int, folder: Path) -> None:
+        pass
 
     def avx512_of(self, output: str) -> set[str]:
         """`"-target-feature" "+avx512f"` in the driver's -### line."""

@@ -16,7 +16,7 @@ from ..analysis import Analysis, analyse, series_pairs
 from ..document import Chart, Column, Report, Table, words
 from .notes import METHOD_NOTE, concurrency_note, multiple_comparisons_note, noise_note
 from .tables import (axes_table, axis_summary_table, bolt_summary, build_cost_table, builds_list_table,
-                     builds_table, charts, excluded_table, groups_table, micro_table, model_agreement_table,
+                     builds_table, charts, replicates_table, excluded_table, groups_table, micro_table, model_agreement_table,
                      modes_table, series_table, targets_table, threads_table)
 
 
@@ -44,6 +44,7 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
     measures = list(MEASURES.values())
     samples = store.samples(run.id)
     tables = [builds_table(a)]
+    tables += [t for t in (replicates_table(a),) if t]
     tables += [t for t in (threads_table(a), series_table(a), groups_table(a), axis_summary_table(a), axes_table(a), modes_table(a),
                            model_agreement_table(a)) if t]
     micro = micro_table(a)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import labels as target_labels, stats
+from .. import labels as target_labels, replicates, stats
 from ..measurement import CLOCK_FIGURE, MODEL_FIGURE, Figure
 from ..profiles.bolt import BoltStats
 from ..record import BuildRecord
@@ -102,7 +102,58 @@ def builds_table(a: Analysis) -> Table:
                    "that model, which is not a claim about speed; their intervals rest on the recipe's "
                    "repeatability bound (an assumption, not measured by this run) and the repeats' variance.")
     return Table("builds", "Per build (geometric mean over the suite)", columns, rows,
-                 note=f"{claims} {SENSITIVITY_NOTE}")
+                 note=f"{claims} Each row is one binary measured in this run: its interval leaves out how another "
+                      f"build of the variant would differ (see the build replicates table where a run has them). "
+                      f"{SENSITIVITY_NOTE}")
+
+
+def replicates_table(a: Analysis) -> Table | None:
+    """Per build with replicates in the run (labels V, V+r2, ...), each headline figure over its
+    builds: every replicate's suite figure, the combination whose interval includes the build-to-build
+    spread, and that spread beside the within-run one. The base's replicates are measured against
+    the base itself: their ratios are one build against another, and give the base's spread."""
+    by_build: dict[str, list[str]] = {}
+    for label in [a.base, *a.labels]:
+        by_build.setdefault(replicates.split(label)[0], []).append(label)
+    replicated = {b: ls for b, ls in by_build.items() if len(ls) > 1}
+    if not replicated:
+        return None
+    columns = [Column("build", "build"), Column("figure", "figure"), Column("replicates", "replicates"),
+               Column("each", "each replicate against the base"),
+               Column("combined", "over the builds [95% CI, build-to-build included]"),
+               Column("verdict", "verdict"), Column("single", "replicate 1 alone [95% CI, one binary]"),
+               Column("within", "within-run SE %"), Column("between", "build-to-build SD %")]
+    rows = []
+    for build, members in replicated.items():
+        for f in a.headline():
+            found = {m: a.suites[(f.key, m)].summary() for m in members if (f.key, m) in a.suites}
+            if not found:
+                continue
+            each = ", ".join(f"{replicates.split(m)[1]}: {e.value:.3f}" for m, e in found.items())
+            row = {"build": build, "figure": figure_name(a, f), "replicates": len(members), "each": each}
+            if build == a.base:
+                spread = stats.pair_spread(list(found.values()))
+                row |= {"combined": None, "verdict": "(the base)", "single": None,
+                        "within": 100 * float(np.sqrt(np.mean([e.log_se ** 2 for e in found.values()
+                                                               if e.log_se is not None] or [np.nan]))),
+                        "between": 100 * spread if spread is not None else None}
+            else:
+                combined = stats.combine_replicates(list(found.values()))
+                if combined is None:
+                    continue
+                row |= {"combined": combined.combined, "verdict": combined.combined.verdict(),
+                        "single": found.get(build), "within": 100 * combined.within,
+                        "between": 100 * combined.between if combined.between is not None else None}
+            rows.append(row)
+    return Table("replicates", "Build replicates: each figure over independent builds of one variant", columns, rows,
+                 note="Every other table's row is one binary measured in one run. A replicate is another build of the "
+                      "same variant (V+rK: another training seed for PGO, another code layout from the link). 'Over "
+                      "the builds' combines a variant's replicates with random effects (DerSimonian-Laird "
+                      "build-to-build variance, Knapp-Hartung t interval on replicates - 1 degrees of freedom, "
+                      "statsmodels), so two or three builds give a wide interval. The base's replicates are measured "
+                      "against the base: each of their ratios is one build against another, and its spread is "
+                      "that of a single build (the root of half the pair variance beyond the within-run part); "
+                      "the base's own spread is not in the other rows' intervals.")
 
 
 def with_holm(rows: list[dict], estimate: str, out: str, family) -> None:
