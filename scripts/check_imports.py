@@ -76,7 +76,7 @@ LAYERS: dict[str, int] = {
     "runfile": 14,
     "render": 15, "charts": 15,
     # drivers of builds and benchmarks
-    "matrix": 16, "quality": 16, "merge": 16,
+    "matrix": 16, "quality": 16, "merge": 16, "machines": 17,
     # a finished build as a .deb over the distribution's server, or a tarball, with what a run measured
     "package": 16,
     # a matrix on a Dask cluster: one task per build on the workers, merged here

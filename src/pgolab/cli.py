@@ -720,6 +720,26 @@ def merge_cmd(
     _show_run(store, merge(store, shards, name, _command_line()), out_dir)
 
 
+@app.command("machines")
+def machines_cmd(
+    runs: List[str] = typer.Argument(..., metavar="RUN_OR_FILE...",
+                                     help="runs that measured the same binary on different machines: stored here, "
+                                          "or files written by pgolab export"),
+    label: str = typer.Option(..., "--label", metavar="LABEL", help="the target to compare, e.g. rel_o2nofp"),
+    store_path: Optional[Path] = STORE_OPTION,
+    out_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="also export the table here"),
+) -> None:
+    """One binary's cost per query, test by test, from runs on several machines, side by side: how far
+    cost mode's figures depend on the host. Refused unless the label is one binary (sha256) in every run."""
+    from . import machines, merge
+    from .render import export, print_terminal
+    from .store import Store
+    data = machines.compare(merge.load(Store(store_path), runs), label)
+    print_terminal(data, out)
+    if out_dir:
+        console.print(f"exported to {out_dir}: {', '.join(p.name for p in export(data, out_dir).values())}")
+
+
 def _show_run(store, run_id: int, out_dir: Optional[Path], also: tuple[Path, ...] = ()) -> None:
     """A stored run's report on the terminal and, with --out, in every format, with `also` copied there."""
     from . import report
