@@ -93,7 +93,8 @@ def compare(shards: list[merge.Shard], label: str, bound: float = merge.CROSS_MA
     cycles = [r for r in rows if r["figure"] == "cycles"]
     held = sum(r["within"] == "yes" for r in cycles)
     facts = [f"{label}: sha256 {next(iter(digests.values()))[:12]} in every run"]
-    facts += [f"{n}: {s.name} on {h.describe()}" for n, s, h in zip(names, shards, hosts)]
+    facts += [f"{n}: run {s.rows['run']['name']} ({s.rows['run']['created'][:10]}) on {h.describe()}"
+              for n, s, h in zip(names, shards, hosts)]
     facts.append(f"estimated cycles within the bound in {held} of {len(cycles)} tests")
     note = (f"Each figure is the run's mean per query for this binary. 'within' compares the spread with twice "
             f"the cross-machine bound pgolab's merge allows for an anchor (±{bound:.1%} each way).")

@@ -1,0 +1,31 @@
+#!/bin/bash
+# Issue 30: the same binaries measured in cost mode on different machines (AMD EPYC and Intel Xeon),
+# from the runs other proofs committed. `pgolab machines` refuses unless the label is one binary
+# (sha256) in every run and the runs share their cost options; the tables go to this folder.
+# Each comparison runs once its runs are committed (the MySQL and PostgreSQL ones come from proofs of
+# 2026-11-27); a missing store is skipped with a line saying so.
+. "$(dirname "$0")/../proof-env.sh"
+R=docs/results
+TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
+compare() {   # NAME LABEL FOLDER:RUN... (RUN "newest": the store's newest run)
+  local name=$1 label=$2 files=(); shift 2
+  for ref in "$@"; do
+    local folder=${ref%%:*} run=${ref#*:}
+    if [ ! -f "$R/$folder/results.sqlite" ]; then echo "$name: no store in $R/$folder yet, skipped"; return 0; fi
+    [ "$run" = newest ] && run=$(sqlite3 "$R/$folder/results.sqlite" 'SELECT name FROM runs ORDER BY id DESC LIMIT 1')
+    $P export "$run" --store "$R/$folder/results.sqlite" -o "$TMP/$folder-$run.json" >/dev/null 2>&1
+    files+=("$TMP/$folder-$run.json")
+  done
+  $P machines "${files[@]}" --label "$label" --store "$TMP/scratch.sqlite" --out "$OUT/$name" > "$OUT/$name.txt"
+}
+# Debian's mariadbd 10.11.19 (9b44b62ca595): the BOLT proof (AMD EPYC, full suite) and the .deb proof
+# (Intel Xeon, quick suite), both at a quarter of the events.
+compare mariadb-distro distro mariadb-10.11-bolt:mariadb-bolt-870196ce mariadb-10.11-deb:mariadb-deb-8269fc0c
+# PostgreSQL 15.18 rel_o2nofp (gcc, reproducible): the LLVM 19 proof (AMD EPYC family 25) and the
+# replicates proof (Intel Xeon), quick suite, all the events.
+compare postgresql-rel_o2nofp rel_o2nofp postgresql-15-llvm19:pg15-llvm19-fbb18832 \
+  postgresql-15-replicates:newest
+# MySQL 9.7.2 rel_o2nofp: the LTO proof (AMD EPYC family 26) and the PGO proof's piece 2 (Intel Xeon),
+# full suite, a quarter of the events.
+compare mysql-rel_o2nofp rel_o2nofp mysql-9.7-lto:mysql-lto-6e3c51bc \
+  mysql-9.7-pgo-clang:newest
