@@ -4,6 +4,7 @@ deliberately broken combination fails, both too narrow and too wide), and the re
 synthetic store."""
 
 import math
+import os
 import shutil
 import subprocess
 from dataclasses import replace
@@ -39,17 +40,25 @@ def test_replicate_labels_and_seeds():
     assert (one.name, second.name) == ("rel_pgo_use_clang", "rel_pgo_use_clang+r2")
     assert (one.train.seed, second.train.seed, one.replicate_of(1).train.seed) == (5, 6, 5)
     assert replace(one, label="mine").replicate_of(3).name == "mine+r3"
+    with pytest.raises(PgolabError, match="reads as replicate 2 of 'mine'"):
+        replicates.check_label("mine+r2")
+    assert replicates.check_label("mine+rx") == "mine+rx"
 
 
-def _link(tmp_path: Path, compiler: str, family_name: str, seed: int | None, objects: list[Path]) -> Path:
+def _link(tmp_path: Path, compiler: str, family_name: str, seed: int | None, objects: list[Path],
+          extra: tuple[str, ...] = ()) -> Path:
+    """Links as a build of that replicate does: the family's flags and environment, then its check."""
     family = compiler_family(family_name)
     out = tmp_path / f"{family_name}-{seed}"
-    flags = []
+    flags, env = [], dict(os.environ)
     if seed is not None:
         folder = tmp_path / f"layout-{family_name}-{seed}"
         family.prepare_layout_seed(seed, folder)
-        flags = family.layout_seed_flags(seed, folder)
-    subprocess.run([compiler, *family.link_flags, *flags, "-o", str(out), *map(str, objects)], check=True)
+        flags, env = family.layout_seed_flags(seed, folder), env | family.layout_seed_env(folder)
+    subprocess.run([compiler, *family.link_flags, *flags, "-o", str(out), *map(str, objects), *extra], check=True,
+                   env=env, cwd=objects[0].parent)
+    if seed is not None:
+        family.check_layout_seed(folder)
     return out
 
 
@@ -89,6 +98,31 @@ def test_a_replicate_moves_the_code_and_its_seed_fixes_where(tmp_path, family_na
     twice = tmp_path / "twice"
     twice.mkdir()
     assert _link(twice, compiler, family_name, 2, built).read_bytes() == second.read_bytes()
+    # An object after a static archive it does not need stays after it; one before it that needs it
+    # too: a link with an archive in the middle still links.
+    archive = tmp_path / "libextra.a"
+    extra = tmp_path / "extra.c"
+    extra.write_text("int extra(int x) { return x + 1; }\n")
+    subprocess.run([compiler, "-O2", "-c", str(extra), "-o", str(tmp_path / "extra.o")], check=True)
+    subprocess.run(["ar", "rcs", str(archive), str(tmp_path / "extra.o")], check=True)
+    user = tmp_path / "user.c"
+    user.write_text("int extra(int); int f00(int); int user(int x) { return extra(x) + f00(x); }\n")
+    subprocess.run([compiler, "-O2", "-c", str(user), "-o", str(tmp_path / "user.o")], check=True)
+    after = tmp_path / "after"
+    after.mkdir()
+    _link(after, compiler, family_name, 3, [*built, tmp_path / "user.o"], (str(archive),))
+    if family_name == "gcc":
+        made = replicates.links_made(tmp_path / "after" / f"layout-{family_name}-3")
+        assert len(made) == 1 and made[0].endswith("14 objects permuted"), made
+
+
+def test_a_gcc_replicate_refuses_a_build_that_linked_without_its_wrappers(tmp_path):
+    gcc = compiler_family("gcc")
+    gcc.prepare_layout_seed(2, tmp_path)
+    with pytest.raises(PgolabError, match="linked without the layout seed's linker wrappers"):
+        gcc.check_layout_seed(tmp_path)
+    assert (tmp_path / "ld").exists() and gcc.layout_seed_flags(2, tmp_path) == []
+    assert gcc.layout_seed_env(tmp_path) == {"COMPILER_PATH": str(tmp_path)}
 
 
 def _replicate_estimates(rng, n, mu, tau, se):
@@ -136,6 +170,20 @@ def test_the_combination_over_builds_covers_a_build_to_build_spread(seed):
     assert _coverage(_too_wide, seed) > HIGH             # too wide
 
 
+def test_replicates_that_agree_or_differ_in_precision_give_a_finite_interval_not_below_one_build():
+    """Cases a plain DerSimonian-Laird with an unfloored τ² got wrong (NaN, a centre outside every
+    replicate), and identical cost replicates, whose combination must not claim more than one binary."""
+    uneven = [stats.Estimate(v, None, None, 10, 50, se) for v, se in ((1.10, 0.004), (1.1001, 0.01), (1.1002, 0.02))]
+    found = stats.combine_replicates(uneven).combined
+    assert math.isfinite(found.low) and 1.10 <= found.value <= 1.1002 and found.low < 1.10 < found.high
+    two = stats.combine_replicates([stats.Estimate(1.10, None, None, 10, 50, 0.001),
+                                    stats.Estimate(1.12, None, None, 10, 50, 0.03)]).combined
+    assert 1.10 <= two.value <= 1.12
+    cost = stats.Estimate(1.1, 1.094, 1.106, 1, None, 0.0026, bound=0.005, bound_df=1e6)
+    same = stats.combine_replicates([cost, cost, cost]).combined
+    assert same.bound == 0.005 and same.half_width >= cost.half_width and same.verdict() == "cheaper"
+
+
 def test_the_build_to_build_spread_is_estimated():
     rng = np.random.default_rng(3)
     taus = [stats.combine_replicates(_replicate_estimates(rng, 3, 0.1, 0.02, 0.004)).between for _ in range(300)]
@@ -174,3 +222,29 @@ def test_the_report_shows_each_replicate_the_combination_and_both_spreads(tmp_pa
     assert a["replicates"] == 2 and a["combined"] is None
     assert a["between"] == pytest.approx(100 * math.sqrt((math.log(1.01) ** 2 - a["within"] ** 2 / 1e4) / 2), rel=0.05)
     assert "one binary" in report.compute(store, "r").table("builds").note
+
+
+def test_a_replicate_shares_the_instrumented_build_and_keeps_its_own_twin():
+    """The chain of a PGO replicate: its `_pgo_gen` build is the shared replicate 1 (one instrumented
+    build for every replicate); a `_bolt` replicate's profile twin is the same replicate of the twin."""
+    from pgolab.chain import BuildChain
+    from pgolab.phases import QuietReporter
+
+    made = []
+
+    class Upstream:
+        def __init__(self, request):
+            self.request, self.variant, self.instrumented = request, request.variant, None
+            self.profile_dir = Path("/nonexistent")
+
+    def make(request, reporter, digest):
+        made.append(request)
+        return Upstream(request)
+
+    tree = SourceTree(Path("/nonexistent/postgresql-15.18"), "postgresql", "15.18")
+    second = BuildRequest(tree, parse("rel_pgo_use"), TrainingSpec()).replicate_of(2)
+    BuildChain(second, QuietReporter(), "d", make)
+    assert [(r.name, r.replicate) for r in made] == [("rel_pgo_gen", 1)]
+    made.clear()
+    BuildChain(BuildRequest(tree, parse("rel_pgo_use_bolt"), TrainingSpec()).replicate_of(3), QuietReporter(), "d", make)
+    assert [(r.name, r.replicate, r.train.seed) for r in made] == [("rel_pgo_use+r3", 3, 3)]

@@ -149,6 +149,7 @@ def binary_target(spec: str) -> BenchTarget:
     if "=" not in spec:
         raise PgolabError(f"--binary takes NAME=PATH, got {spec!r}", hint="e.g. --binary distro=/usr/sbin/mariadbd")
     label, path_text = spec.split("=", 1)
+    replicates.check_label(label)
     path = Path(path_text).expanduser().absolute()
     if not path.is_file() or not os.access(path, os.X_OK):
         raise PgolabError(f"{path} is not an executable file", hint="give the server binary, e.g. /usr/sbin/mariadbd")

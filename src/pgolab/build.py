@@ -155,6 +155,8 @@ class Pipeline:
     @property
     def runners(self) -> Runners:
         extra_env = reproducible.build_env(self.request.source.path)
+        if self.request.replicate > 1:
+            extra_env |= self.toolchain.family.layout_seed_env(self.layout.layout_seed_dir)
         if self.variant.writes_profile:
             # Instrumented programs run while building (configure checks, build-time tools) and by
             # the smoke test would otherwise leave counters in the directory compiled into the build.
@@ -249,6 +251,8 @@ class Pipeline:
                 self.ran_any |= not upstream.up_to_date
                 start = digest(start, upstream.digest)
             chain = PhaseEngine(self.state, self.reporter).run(self.plan(), start, until)
+            if self.request.replicate > 1 and until is None:
+                self.toolchain.family.check_layout_seed(self.layout.layout_seed_dir)
             self.ran_any |= bool(chain.ran)
             # A build run only part of the way is no finished build: build.json would say it is.
             record = self.write_record(versions) if until is None else None

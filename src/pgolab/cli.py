@@ -23,6 +23,7 @@ from . import debian, paths, sources, toolchains
 from . import variants as variants_mod
 from .build import BuildRequest, build as run_build, like_distribution
 from .errors import PgolabError, from_os_error
+from . import replicates as replicates_mod
 from .replicates import check_count as check_replicates
 from .fleet import BenchOptions
 from .render import console_for_output, rich_table
@@ -307,13 +308,15 @@ def build_cmd(
         raise PgolabError("--stale-profile says how to read a --profile FILE", hint="give --profile FILE with it")
     if not 0 <= min_profile_match <= 100:
         raise PgolabError(f"--min-profile-match {min_profile_match} is not a percentage", hint="give 0 to 100")
+    check_replicates(replicates)
+    if label:
+        replicates_mod.check_label(label)
     distribution = like_distribution(tree) if distribution_options else None
     console.print(f"source: {tree.server} {tree.version} at {tree.path}")
     if distribution:
         console.print(f"configured like Debian's {distribution.package} {distribution.version} "
                       f"(options read from {distribution.read_from})")
     records = []
-    check_replicates(replicates)
     for v, k in ((v, k) for v in parsed for k in range(1, replicates + 1)):
         request = BuildRequest(tree, v, spec, jobs=jobs, extra_args=list(cmake_arg), use_ccache=not no_ccache,
                                smoke=not no_smoke, label=label, profile_file=profile.absolute() if profile else None,
@@ -623,7 +626,7 @@ def matrix_cmd(
     share = matrix.parse_shard(shard) if shard else None
     request = matrix.MatrixRequest(
         sources=trees, variants=matrix.choose(variants, bolt), base=base, train=train_spec,
-        options=options, run_name=run_name or matrix.default_run_name(trees, options, share),
+        options=options, run_name=run_name or matrix.default_run_name(trees, options, share, replicates),
         binaries=[bench.binary_target(b) for b in binary], jobs=jobs, shard=share, replicates=replicates)
     store = Store(store_path)
     shown = ", ".join(f"{t.server} {t.version}" for t in trees)

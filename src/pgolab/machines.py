@@ -87,7 +87,7 @@ def compare(shards: list[merge.Shard], label: str, bound: float = merge.CROSS_MA
         values = [figures[s.name][(micro, key)] for s in shards]
         spread = max(values) / min(values) - 1 if min(values) > 0 else math.inf
         row = {"test": micro, "figure": key, "spread": 100 * spread,
-               "within": "yes" if math.log1p(spread) <= 2 * bound else "no"}
+               "within": "yes" if math.log1p(spread) <= bound else "no"}
         row |= dict(zip(names, values))
         rows.append(row)
     cycles = [r for r in rows if r["figure"] == "cycles"]
@@ -96,8 +96,8 @@ def compare(shards: list[merge.Shard], label: str, bound: float = merge.CROSS_MA
     facts += [f"{n}: run {s.rows['run']['name']} ({s.rows['run']['created'][:10]}) on {h.describe()}"
               for n, s, h in zip(names, shards, hosts)]
     facts.append(f"estimated cycles within the bound in {held} of {len(cycles)} tests")
-    note = (f"Each figure is the run's mean per query for this binary. 'within' compares the spread with twice "
-            f"the cross-machine bound pgolab's merge allows for an anchor (±{bound:.1%} each way).")
+    note = (f"Each figure is the run's mean per query for this binary. 'within': the runs differ by at most the "
+            f"cross-machine bound pgolab's merge allows for an anchor ({bound:.1%}).")
     notes = [("Identities", "the runs' identities differ only in their targets and hosts"
               + (f", and in {', '.join(differing)} (the cost method's record of the host, or a key one run "
                  f"did not record yet)" if differing else ""))]

@@ -181,7 +181,9 @@ def _log_timing(run_name: str, result: MatrixResult) -> Path:
     return path
 
 
-def default_run_name(sources: list[SourceTree], options: BenchOptions, shard: tuple[int, int] | None = None) -> str:
+def default_run_name(sources: list[SourceTree], options: BenchOptions, shard: tuple[int, int] | None = None,
+                     replicates: int = 1) -> str:
     name = f"matrix-{'-'.join(s.label for s in sources)}-{options.suite}-{'-'.join(options.modes)}"
+    name += f"-{replicates}replicates" if replicates > 1 else ""
     return f"{name}-shard{shard[0]}of{shard[1]}" if shard else name
 

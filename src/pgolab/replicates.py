@@ -38,6 +38,15 @@ def split(target_label: str) -> tuple[str, int]:
     return (found.group("build"), int(found.group("k"))) if found else (target_label, 1)
 
 
+def check_label(name: str) -> str:
+    """A label of one's own (--label, --binary NAME=PATH) must not read as another build's replicate."""
+    if _LABEL.match(name):
+        base, k = split(name)
+        raise PgolabError(f"{name!r} reads as replicate {k} of {base!r}",
+                          hint=f"choose a name that does not end in {SUFFIX}K, or build {base} with --replicates {k}")
+    return name
+
+
 def check_count(count: int) -> int:
     if not 1 <= count <= MAX:
         raise PgolabError(f"--replicates {count}: give 1 to {MAX}",
@@ -51,12 +60,19 @@ def training(spec, k: int):
 
 
 # -- a link-order shuffle, for linkers without a shuffle of their own (GNU ld) -------------------
+# gcc's collect2 looks for the linker (ld, or ld.gold and the like under -fuse-ld) in COMPILER_PATH
+# before PATH, so a folder of wrappers on it moves the objects of every link of a build without a
+# flag that would be recorded in the binary (PostgreSQL records its CFLAGS in pg_config).
+LINKERS = ("ld", "ld.bfd", "ld.gold", "ld.lld")
+LINK_LOG = "links.log"
 WRAPPER = """#!{python}
-# pgolab: replicate {seed}'s link-order shuffle. The object files of this link (never the C runtime's
-# crt*.o, whose order makes .init and .fini) trade places, as a seeded permutation; archives,
-# libraries and options stay where they were. Then the real linker runs.
+# pgolab: replicate {seed}'s link-order shuffle. The first contiguous run of the link's own object files
+# (relative paths, or paths outside /usr: never the C runtime's Scrt1.o, crti.o, crtbegin*.o, whose order
+# makes .init and .fini) is permuted with the seed; everything after the run (archives, -l libraries,
+# options, further objects) stays where it was, so no object moves past an archive it needs. Each link
+# is logged.
 import os, random, shlex, sys, tempfile
-SEED, REAL = {seed}, {real!r}
+SEED, REAL, LOG = {seed}, {real!r}, {log!r}
 
 def expanded(args):
     out = []
@@ -68,15 +84,26 @@ def expanded(args):
             out.append(a)
     return out
 
+def own_object(i, a):
+    return (a.endswith(".o") and not a.startswith("-") and i not in after_o
+            and not os.path.abspath(a).startswith("/usr/"))
+
 args = expanded(sys.argv[1:])
+after_o = {{i + 1 for i, a in enumerate(args) if a in ("-o", "--output")}}
+run = []
 if "-r" not in args and "--relocatable" not in args:
-    after_o = {{i + 1 for i, a in enumerate(args) if a == "-o"}}
-    movable = [i for i, a in enumerate(args) if i not in after_o and a.endswith(".o")
-               and not a.startswith("-") and not os.path.basename(a).startswith("crt")]
-    chosen = [args[i] for i in movable]
-    random.Random(SEED).shuffle(chosen)
-    for i, a in zip(movable, chosen):
-        args[i] = a
+    for i, a in enumerate(args):
+        if own_object(i, a):
+            run.append(i)
+        elif run:
+            break   # anything else (an archive, -lfoo, an option) ends the run of objects
+chosen = [args[i] for i in run]
+random.Random(SEED).shuffle(chosen)
+for i, a in zip(run, chosen):
+    args[i] = a
+output = next((args[i] for i in sorted(after_o) if i < len(args)), "a.out")
+with open(LOG, "a") as log:
+    log.write(f"{{os.path.abspath(output)}} {{len(run)}} objects permuted\\n")
 with tempfile.NamedTemporaryFile("w", suffix=".rsp", delete=False) as f:
     f.write(" ".join(shlex.quote(a) for a in args))
 try:
@@ -86,16 +113,28 @@ finally:
 """
 
 
-def write_link_order_wrapper(folder: Path, seed: int) -> Path:
-    """An `ld` in `folder` that shuffles the link's object files with `seed` and runs the real ld
-    (gcc finds it through -B folder/)."""
-    real = shutil.which("ld")
-    if real is None:
+def write_link_order_wrappers(folder: Path, seed: int) -> list[Path]:
+    """A wrapper in `folder` for each linker on PATH (ld, ld.bfd, ld.gold, ld.lld) that permutes the
+    link's objects with `seed`, logs the link and runs that linker; gcc finds them through
+    COMPILER_PATH=folder (layout_seed_env)."""
+    found = {name: shutil.which(name) for name in LINKERS}
+    if found["ld"] is None:
         raise PgolabError("no ld on PATH for a replicate's link", hint="apt-get install binutils")
     folder.mkdir(parents=True, exist_ok=True)
-    wrapper = folder / "ld"
-    text = WRAPPER.format(python=sys.executable, seed=seed, real=real)
-    if not wrapper.exists() or wrapper.read_text() != text:
-        wrapper.write_text(text)
-        wrapper.chmod(0o755)
-    return wrapper
+    written = []
+    for name, real in found.items():
+        if real is None:
+            continue
+        wrapper = folder / name
+        text = WRAPPER.format(python=sys.executable, seed=seed, real=real, log=str(folder / LINK_LOG))
+        if not wrapper.exists() or wrapper.read_text() != text:
+            wrapper.write_text(text)
+            wrapper.chmod(0o755)
+        written.append(wrapper)
+    return written
+
+
+def links_made(folder: Path) -> list[str]:
+    """The links a replicate's wrappers made: output and how many objects they permuted."""
+    log = folder / LINK_LOG
+    return log.read_text().splitlines() if log.is_file() else []

@@ -547,30 +547,37 @@ class ReplicateSpread:
 
 def combine_replicates(estimates: list[Estimate]) -> ReplicateSpread | None:
     """A random-effects combination of one variant's replicates: DerSimonian and Laird's τ² for the
-    build-to-build variance, and Knapp and Hartung's t interval with replicates − 1 df around the
-    weighted mean (statsmodels' combine_effects, its "random effect wls" row), so that two or three
-    builds give the wide interval so few builds allow. None if a replicate has no interval."""
-    from statsmodels.stats.meta_analysis import combine_effects
+    build-to-build variance (floored at 0), the weighted mean, and the modified Knapp-Hartung t interval
+    with replicates − 1 df (its variance never below the random-effects one). The replicates share the
+    base's servers, so their within-run errors do not average out: the variance is never below the
+    smallest replicate's own either, and a cost estimate keeps its repeatability bound. None if a
+    replicate has no interval. (statsmodels' combine_effects leaves a negative τ² in its weights, which
+    gave intervals of NaN and centres outside every replicate: written out here.)"""
     if not estimates or any(e.log_se is None for e in estimates):
         return None
-    bound = estimates[0].bound
+    first = estimates[0]
     logs = np.array([math.log(e.value) for e in estimates])
-    variances = np.array([max(e.log_se, 1e-12) ** 2 for e in estimates])
-    within = float(math.sqrt(variances.mean()))
+    v = np.array([max(float(e.log_se), 1e-12) ** 2 for e in estimates])
+    within = float(math.sqrt(v.mean()))
     n = len(estimates)
     if n == 1:
-        e = estimates[0]
-        return ReplicateSpread(e, 1, None, within)
-    found = combine_effects(logs, variances, method_re="dl", use_t=True)
-    low, high = found.conf_int(alpha=1 - CONFIDENCE, use_t=True)[3]
-    center = float(found.mean_effect_re)
+        return ReplicateSpread(first, 1, None, within)
+    w = 1 / v
+    fixed = float((w * logs).sum() / w.sum())
+    q = float((w * (logs - fixed) ** 2).sum())
+    tau2 = max(0.0, (q - (n - 1)) / float(w.sum() - (w * w).sum() / w.sum()))
+    w_re = 1 / (v + tau2)
+    center = float((w_re * logs).sum() / w_re.sum())
+    hartung = float((w_re * (logs - center) ** 2).sum() / ((n - 1) * w_re.sum()))
+    variance = max(hartung, 1 / float(w_re.sum()), float(v.min()))
     df = n - 1
-    se = float(high - low) / 2 / _t_quantile(0.5 + CONFIDENCE / 2, df)
-    made = (Estimate(math.exp(center), math.exp(low), math.exp(high), sum(e.n for e in estimates), None, se,
-                     estimates[0].margin, bound, df) if bound is not None else
-            Estimate(math.exp(center), math.exp(low), math.exp(high), sum(e.n for e in estimates), df, se,
-                     estimates[0].margin))
-    return ReplicateSpread(made, n, float(math.sqrt(max(found.tau2, 0.0))), within)
+    se = math.sqrt(variance)
+    half = _t_quantile(0.5 + CONFIDENCE / 2, df) * se
+    count = sum(e.n for e in estimates)
+    low, high = math.exp(center - half), math.exp(center + half)
+    made = (Estimate(math.exp(center), low, high, count, None, se, first.margin, first.bound, df)
+            if first.bound is not None else Estimate(math.exp(center), low, high, count, df, se, first.margin))
+    return ReplicateSpread(made, n, math.sqrt(tau2), within)
 
 
 def pair_spread(estimates: list[Estimate]) -> float | None:

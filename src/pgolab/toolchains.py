@@ -225,7 +225,9 @@ class CompilerFamily(Protocol):
     # must exist in `folder` before the link.
     layout_seed_method: str
     def layout_seed_flags(self, seed: int, folder: Path) -> list[str]: ...
+    def layout_seed_env(self, folder: Path) -> dict[str, str]: ...
     def prepare_layout_seed(self, seed: int, folder: Path) -> None: ...
+    def check_layout_seed(self, folder: Path) -> None: ...
 
 
 class Gcc:
@@ -262,15 +264,25 @@ class Gcc:
     def native_features_argv(self, toolchain: Toolchain) -> list[str]:
         return [toolchain.cc, "-march=native", "-Q", "--help=target"]
 
-    # GNU ld has no shuffle of its own: gcc finds an `ld` that permutes the link's object files
-    # first in the -B folder (the folder is not recorded in the binary; seen with gcc 12).
-    layout_seed_method = "link-order shuffle of the object files (a seeded `ld` wrapper found through gcc's -B)"
+    # GNU ld has no shuffle of its own: gcc's collect2 finds a wrapper that permutes the link's
+    # object files first on COMPILER_PATH (an environment, so nothing of it is recorded in the binary).
+    layout_seed_method = ("link-order shuffle of each link's object files (seeded wrappers of ld, ld.bfd, ld.gold "
+                          "and ld.lld, found by gcc through COMPILER_PATH)")
 
     def layout_seed_flags(self, seed: int, folder: Path) -> list[str]:
-        return [f"-B{folder}/"]
+        return []
+
+    def layout_seed_env(self, folder: Path) -> dict[str, str]:
+        return {"COMPILER_PATH": str(folder)}
 
     def prepare_layout_seed(self, seed: int, folder: Path) -> None:
-        replicates.write_link_order_wrapper(folder, seed)
+        replicates.write_link_order_wrappers(folder, seed)
+
+    def check_layout_seed(self, folder: Path) -> None:
+        if not replicates.links_made(folder):
+            raise PgolabError(f"this build linked without the layout seed's linker wrappers in {folder}",
+                              hint="the build chose a linker gcc does not look up on COMPILER_PATH; rebuild without "
+                                   "--replicates, or configure it to link with gcc's default ld")
 
     def avx512_of(self, output: str) -> set[str]:
         """`  -mavx512f   [enabled]` lines of gcc's --help=target."""
@@ -331,8 +343,14 @@ class Clang:
     def layout_seed_flags(self, seed: int, folder: Path) -> list[str]:
         return [f"-Wl,--shuffle-sections=.text*={seed}"]
 
+    def layout_seed_env(self, folder: Path) -> dict[str, str]:
+        return {}
+
     def prepare_layout_seed(self, seed: int, folder: Path) -> None:
         pass
+
+    def check_layout_seed(self, folder: Path) -> None:
+        pass     # the flag is on every link line of the build
 
     def avx512_of(self, output: str) -> set[str]:
         """`"-target-feature" "+avx512f"` in the driver's -### line."""

@@ -130,7 +130,7 @@ def replicates_table(a: Analysis) -> Table | None:
             if not found:
                 continue
             each = ", ".join(f"{replicates.split(m)[1]}: {e.value:.3f}" for m, e in found.items())
-            row = {"build": build, "figure": figure_name(a, f), "replicates": len(members), "each": each}
+            row = {"build": build, "figure": figure_name(a, f), "replicates": len(found) + (build == a.base), "each": each}
             if build == a.base:
                 spread = stats.pair_spread(list(found.values()))
                 row |= {"combined": None, "verdict": "(the base)", "single": None,
@@ -147,13 +147,17 @@ def replicates_table(a: Analysis) -> Table | None:
             rows.append(row)
     return Table("replicates", "Build replicates: each figure over independent builds of one variant", columns, rows,
                  note="Every other table's row is one binary measured in one run. A replicate is another build of the "
-                      "same variant (V+rK: another training seed for PGO, another code layout from the link). 'Over "
-                      "the builds' combines a variant's replicates with random effects (DerSimonian-Laird "
-                      "build-to-build variance, Knapp-Hartung t interval on replicates - 1 degrees of freedom, "
-                      "statsmodels), so two or three builds give a wide interval. The base's replicates are measured "
-                      "against the base: each of their ratios is one build against another, and its spread is "
-                      "that of a single build (the root of half the pair variance beyond the within-run part); "
-                      "the base's own spread is not in the other rows' intervals.")
+                      "same variant (V+rK: another training seed for PGO, another code layout from the link: clang's "
+                      "lld shuffles the .text input sections, gcc's builds permute each link's object files, which "
+                      "moves their data and constructor order too). Replicate 1 is the build as the variant makes "
+                      "it, the link order of its build system, not a shuffled one. 'Over the builds' combines a "
+                      "variant's replicates with random effects (DerSimonian-Laird build-to-build variance, "
+                      "modified Knapp-Hartung t interval on replicates - 1 degrees of freedom), its variance never "
+                      "below the most precise replicate's own (they share the base's servers), so two or three builds "
+                      "give a wide interval. The base's replicates are measured against the base: each of their "
+                      "ratios is one build against another, and its spread is that of a single build (the root of "
+                      "half the pair variance beyond the within-run part); the base's own spread is not in the other "
+                      "rows' intervals.")
 
 
 def with_holm(rows: list[dict], estimate: str, out: str, family) -> None:

@@ -110,10 +110,9 @@ def copt(flags: FlagSet) -> str:
 
 # postgres records its link flags for pg_config (src/common's STD_LDFLAGS, as VAL_LDFLAGS), and COPT
 # is among them, so the prefix maps would put this machine's folders into the binary. src/common's
-# makefile already leaves them out of the recorded CFLAGS; this does the same for the link flags (and
-# a gcc replicate's -B folder of its ld wrapper, replicates.py).
+# makefile already leaves them out of the recorded CFLAGS; this does the same for the link flags.
 # Passed on make's command line, the value replaces the makefile's and is expanded by make there.
-RECORDED_LDFLAGS = ("STD_LDFLAGS=$(filter-out -ffile-prefix-map=% -fdebug-prefix-map=% -fmacro-prefix-map=% -B% "
+RECORDED_LDFLAGS = ("STD_LDFLAGS=$(filter-out -ffile-prefix-map=% -fdebug-prefix-map=% -fmacro-prefix-map=% "
                     "-L$(top_builddir)/src/common -L$(top_builddir)/src/port,$(LDFLAGS))")
 
 
