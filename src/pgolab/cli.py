@@ -24,7 +24,6 @@ from . import variants as variants_mod
 from .build import BuildRequest, build as run_build, like_distribution
 from .errors import PgolabError, from_os_error
 from . import replicates as replicates_mod
-from .replicates import check_count as check_replicates
 from .fleet import BenchOptions
 from .render import console_for_output, rich_table
 from .runner import Runner, home_runner
@@ -308,7 +307,7 @@ def build_cmd(
         raise PgolabError("--stale-profile says how to read a --profile FILE", hint="give --profile FILE with it")
     if not 0 <= min_profile_match <= 100:
         raise PgolabError(f"--min-profile-match {min_profile_match} is not a percentage", hint="give 0 to 100")
-    check_replicates(replicates)
+    replicates_mod.check_count(replicates)
     if label:
         replicates_mod.check_label(label)
     distribution = like_distribution(tree) if distribution_options else None
@@ -545,7 +544,7 @@ def bench_cmd(
     """Run the sysbench suite on variants and binaries, store every sample, print the report."""
     from . import bench
     from .store import Store
-    targets = bench.resolve_targets(base, variant, binary, source_dir, check_replicates(replicates))
+    targets = bench.resolve_targets(base, variant, binary, source_dir, replicates_mod.check_count(replicates))
     if len(targets) < 2:
         raise PgolabError("bench needs at least two targets (the base and one to compare)",
                           hint="e.g. --base distro --binary distro=/usr/sbin/mariadbd --variant rel_o2nofp")
@@ -614,7 +613,7 @@ def matrix_cmd(
     from . import bench, matrix
     from .store import Store
     train_spec = parse_train(train, train_seconds, connections=train_connections)
-    check_replicates(replicates)
+    replicates_mod.check_count(replicates)
     if cluster and replicates > 1:
         raise PgolabError("--replicates is not run on a cluster yet", hint="run the matrix with --replicates on one "
                           "host, or in shards (--shard K/N) merged with pgolab merge")

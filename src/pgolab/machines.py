@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
 
 from . import merge
 from .document import Column, Report, Table
 from .errors import PgolabError
 from .host import Host
 from .measurement import figures
-from .store import identity_difference
 
 COST = "cost"
 # What may differ between the runs of one experiment on two machines: the targets and the base they
@@ -39,33 +37,13 @@ def _digest(shard: merge.Shard, label: str) -> str:
     return found
 
 
-def _per_query(shard: merge.Shard, label: str) -> dict[tuple[str, str], float]:
-    """(test, figure) -> the mean per-query value of `label` in the run's cost samples."""
-    values = defaultdict(list)
-    keys = [f.key for f in figures(COST)]
-    for s in shard.rows["samples"]:
-        if s["label"] == label and s["mode"] == COST:
-            vals = json.loads(s["vals"])
-            for key in keys:
-                if vals.get(key):
-                    values[(s["micro"], key)].append(vals[key])
-    return {k: sum(v) / len(v) for k, v in values.items()}
-
-
 def host_differences(shards: list[merge.Shard]) -> list[str]:
-    """What the runs' identities differ in beyond targets and host: the cost method's record of the
-    host is expected; anything else is another experiment and is refused."""
-    first = {k: v for k, v in json.loads(shards[0].rows["run"]["identity"]).items() if k not in HOST_KEYS}
-    found: set[str] = set()
-    for shard in shards[1:]:
-        other = {k: v for k, v in json.loads(shard.rows["run"]["identity"]).items() if k not in HOST_KEYS}
-        differing = identity_difference(first, other)
-        beyond = [d for d in differing if not d.startswith("cost_method") and d not in SUITE_KEYS]
-        if beyond:
-            raise PgolabError(f"{shard.name} is another experiment than {shards[0].name}: {', '.join(beyond)} differ",
-                              hint="compare runs of the same suite and options (cost scale too)")
-        found.update(d for d in differing if d not in SUITE_KEYS)
-    return sorted(found)
+    """What the runs' identities differ in beyond targets, base, host and suite: the cost method's
+    record of the host is expected; anything else is another experiment and is refused."""
+    found = merge.check_same_experiment(
+        shards, ignored=HOST_KEYS, tolerated=lambda key: key.startswith("cost_method") or key in SUITE_KEYS,
+        hint="compare runs of the same suite and options (cost scale too)")
+    return [d for d in found if d not in SUITE_KEYS]
 
 
 def compare(shards: list[merge.Shard], label: str, bound: float = merge.CROSS_MACHINE_BOUND) -> Report:
@@ -75,16 +53,17 @@ def compare(shards: list[merge.Shard], label: str, bound: float = merge.CROSS_MA
         raise PgolabError(f"{label} is not one binary in these runs ({listed})",
                           hint="rebuild it identically (same source, variant and toolchain) on each machine")
     differing = host_differences(shards)
-    figures = {s.name: _per_query(s, label) for s in shards}
+    keys = tuple(f.key for f in figures(COST))
+    per_run = {s.name: merge.cost_per_query(s, label, keys) for s in shards}
     hosts = [Host.from_dict(json.loads(s.rows["run"]["host"])) for s in shards]
     names = [f"run {i + 1}" for i in range(len(shards))]
     columns = [Column("test", "test"), Column("figure", "per query")]
     columns += [Column(n, f"{n}: {h.cpu} ({h.cpu_id})") for n, h in zip(names, hosts)]
     columns += [Column("spread", "max/min - 1 %"), Column("within", f"within ±{bound:.1%}")]
     rows = []
-    common = sorted(set.intersection(*(set(f) for f in figures.values())))
+    common = sorted(set.intersection(*(set(f) for f in per_run.values())))
     for micro, key in common:
-        values = [figures[s.name][(micro, key)] for s in shards]
+        values = [per_run[s.name][(micro, key)] for s in shards]
         spread = max(values) / min(values) - 1 if min(values) > 0 else math.inf
         row = {"test": micro, "figure": key, "spread": 100 * spread,
                "within": "yes" if math.log1p(spread) <= bound else "no"}

@@ -61,16 +61,23 @@ def _identity(shard: Shard) -> dict:
     return json.loads(shard.rows["run"]["identity"])
 
 
-def check_same_experiment(shards: list[Shard]) -> None:
-    first = _identity(shards[0])
-    compared = {k: v for k, v in first.items() if k not in ("targets", "host")}
+def check_same_experiment(shards: list[Shard], ignored: tuple[str, ...] = ("targets", "host"),
+                          tolerated=lambda key: False,
+                          hint: str = "merge shards of one matrix command (same suite, options and cost method)"
+                          ) -> list[str]:
+    """Refuses shards whose run identities differ beyond the `ignored` keys, except in the (dotted)
+    keys `tolerated` accepts; returns those tolerated differences."""
+    compared = {k: v for k, v in _identity(shards[0]).items() if k not in ignored}
+    found: set[str] = set()
     for shard in shards[1:]:
-        other = {k: v for k, v in _identity(shard).items() if k not in ("targets", "host")}
+        other = {k: v for k, v in _identity(shard).items() if k not in ignored}
         differing = identity_difference(compared, other)
-        if differing:
+        beyond = [d for d in differing if not tolerated(d)]
+        if beyond:
             raise PgolabError(f"{shard.name} is another experiment than {shards[0].name}: "
-                              f"{', '.join(differing)} differ",
-                              hint="merge shards of one matrix command (same suite, options and cost method)")
+                              f"{', '.join(beyond)} differ", hint=hint)
+        found.update(differing)
+    return sorted(found)
 
 
 def check_labels(shards: list[Shard], base: str) -> None:
@@ -85,14 +92,21 @@ def check_labels(shards: list[Shard], base: str) -> None:
             seen.setdefault(t["label"], (t["binary_digest"], shard.name))
 
 
-def _base_cycles(shard: Shard, base: str) -> dict[str, float]:
+def cost_per_query(shard: Shard, label: str, keys: tuple[str, ...] = (MODEL_FIGURE.key,)
+                   ) -> dict[tuple[str, str], float]:
+    """(test, figure) -> the mean per-query value of `label` in the shard's cost samples."""
     values = defaultdict(list)
     for s in shard.rows["samples"]:
-        if s["label"] == base and s["mode"] == MODEL_FIGURE.mode:
-            value = json.loads(s["vals"]).get(MODEL_FIGURE.key)
-            if value:
-                values[s["micro"]].append(value)
-    return {micro: sum(v) / len(v) for micro, v in values.items()}
+        if s["label"] == label and s["mode"] == MODEL_FIGURE.mode:
+            vals = json.loads(s["vals"])
+            for key in keys:
+                if vals.get(key):
+                    values[(s["micro"], key)].append(vals[key])
+    return {k: sum(v) / len(v) for k, v in values.items()}
+
+
+def _base_cycles(shard: Shard, base: str) -> dict[str, float]:
+    return {micro: v for (micro, _), v in cost_per_query(shard, base).items()}
 
 
 def check_anchor(shards: list[Shard], base: str, bound: float = CROSS_MACHINE_BOUND) -> None:

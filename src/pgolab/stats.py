@@ -558,7 +558,7 @@ def combine_replicates(estimates: list[Estimate]) -> ReplicateSpread | None:
     first = estimates[0]
     logs = np.array([math.log(e.value) for e in estimates])
     v = np.array([max(float(e.log_se), 1e-12) ** 2 for e in estimates])
-    within = float(math.sqrt(v.mean()))
+    within = rms_log_se(estimates)
     n = len(estimates)
     if n == 1:
         return ReplicateSpread(first, 1, None, within)
@@ -578,6 +578,12 @@ def combine_replicates(estimates: list[Estimate]) -> ReplicateSpread | None:
     made = (Estimate(math.exp(center), low, high, count, None, se, first.margin, first.bound, df)
             if first.bound is not None else Estimate(math.exp(center), low, high, count, df, se, first.margin))
     return ReplicateSpread(made, n, math.sqrt(tau2), within)
+
+
+def rms_log_se(estimates: list[Estimate]) -> float:
+    """Root mean square of the estimates' own log standard errors (those that have one)."""
+    known = [float(e.log_se) ** 2 for e in estimates if e.log_se is not None]
+    return math.sqrt(sum(known) / len(known)) if known else math.nan
 
 
 def pair_spread(estimates: list[Estimate]) -> float | None:

@@ -134,8 +134,7 @@ def replicates_table(a: Analysis) -> Table | None:
             if build == a.base:
                 spread = stats.pair_spread(list(found.values()))
                 row |= {"combined": None, "verdict": "(the base)", "single": None,
-                        "within": 100 * float(np.sqrt(np.mean([e.log_se ** 2 for e in found.values()
-                                                               if e.log_se is not None] or [np.nan]))),
+                        "within": 100 * stats.rms_log_se(list(found.values())),
                         "between": 100 * spread if spread is not None else None}
             else:
                 combined = stats.combine_replicates(list(found.values()))
