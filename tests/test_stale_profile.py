@@ -10,7 +10,8 @@ import pytest
 
 from pgolab import profile_file
 from pgolab.errors import PgolabError
-from pgolab.profiles import ClangProfile, GccProfile, ProfileMatch
+from pgolab.profiles import ClangProfile, GccProfile, ProfileMatch, Relocation
+from pgolab.profiles.relocation import plan, rewrite
 from pgolab.runner import Runner
 
 from conftest import need
@@ -44,6 +45,41 @@ def test_the_match_share_is_the_functions_that_still_apply():
     assert ProfileMatch(3, 1).share == pytest.approx(2 / 3)
     assert ProfileMatch(0, 0).share == 0.0 and ProfileMatch(2, 5).share == 0.0
     assert "66.7% of the profile's 3 functions apply (1 changed" in ProfileMatch(3, 1).describe()
+    assert ProfileMatch(4, 1, 1).share == 0.5 and "1 in files this tree lacks" in ProfileMatch(4, 1, 1).describe()
+
+
+def a_tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_names_by_file_are_found_under_the_trained_tree_and_moved_to_the_build_s(tmp_path):
+    new = a_tree(tmp_path / "sources" / "pg-upstream", {"src/a.c": "static int f(void);", "src/b.c": "int g;",
+                                                          "src/inc/h.h": "static inline int inl(void);"})
+    names = ["/old/home/sources/pg-debian/src/a.c:f",         # a static function: moved
+             "/old/home/sources/pg-debian/src/a.c:inl",       # a header's static inline, named by its user
+             "/old/home/sources/pg-debian/src/a.c:gone",      # no longer in a.c, nor in a header
+             "/old/home/sources/pg-debian/src/c.c:h",         # its file is gone
+             "/old/home/sources/pg-debian/src/b.c:_ZN1X1gEv",  # C++: not looked for by name
+             "external_function", "shmem.c:local"]            # not by file; relative to the build folder
+    moved = plan(names, new)
+    assert moved == Relocation("/old/home/sources/pg-debian", str(new), 6, 2) and moved.moves
+    # The recorded root wins over the inference; a name outside it is left as it is.
+    assert plan(names, new, "/old/home/sources/pg-debian/").old == "/old/home/sources/pg-debian"
+    text = "\n".join(["/old/home/sources/pg-debian/src/a.c:f", "# Func Hash:", "1", "# Num Counters:", "1",
+                      "# Counter Values:", "5", "/old/home/sources/pg-debian/src/b.c:g:5", "shmem.c:local"])
+    rewritten = rewrite(text, moved)
+    assert rewritten.split("\n")[0] == f"{new}/src/a.c:f" and f"{new}/src/b.c:g:5" in rewritten
+    assert rewritten.split("\n")[1:7] == text.split("\n")[1:7] and rewritten.endswith("\nshmem.c:local")
+    # In place: nothing moves, the absent are still counted.
+    assert plan(rewrite(text, moved).split("\n")[:1] + names[1:4], new).absent == 2
+    # A build folder's relative spelling (CMake's) keeps its way up and changes the tree's folder name.
+    relative = plan(["../../../sources/pg-debian/src/a.c:f"], new)
+    assert (relative.old, relative.new) == ("../../../sources/pg-debian", "../../../sources/pg-upstream")
+    assert plan(["/x/src/q.c:f"], new) == Relocation(names=1)      # no file of the tree: nothing to say
+    assert not plan([f"{new}/src/a.c:f"], new).moves
 
 
 def gcc_stale_compile(tmp_path: Path) -> tuple[GccProfile, Path, Path, str]:
@@ -108,10 +144,10 @@ def test_the_build_s_profile_check_refuses_a_stale_profile_below_the_threshold_a
     (tmp_path / "build.log").write_text(warnings)
 
     def ctx(min_match):
-        return SimpleNamespace(tool=tool, compile=SimpleNamespace(build_dir=build), profile_dir=profile,
+        return SimpleNamespace(tool=tool, compile=SimpleNamespace(build_dir=build, source=build), profile_dir=profile,
                                build_log=tmp_path / "build.log", reporter=QuietReporter(), stale_min_match=min_match,
                                runner=lambda purpose: Runner(tmp_path / f"{purpose}.log"))
-    assert pgo.check(ctx(0.5))["match"] == {"functions": 3, "mismatched": 1, "share": 0.6667}
+    assert pgo.check(ctx(0.5))["match"] == {"functions": 3, "mismatched": 1, "absent": 0, "share": 0.6667}
     with pytest.raises(PgolabError, match=r"applies to 66.7% of its functions \(1 of 3 changed\), below "
                                           r"--min-profile-match 90%") as err:
         pgo.check(ctx(0.9))
@@ -131,3 +167,35 @@ def test_gcc_counts_each_compiled_copy_of_a_changed_function_once_by_its_arcs_wa
         "c.c:9:5: warning: source locations for function ‘g’ have changed, the profile data may be out of date "
         "[-Wcoverage-mismatch]"])
     assert mismatched_functions(log) == 2      # f in a.c and in b.c; g keeps its counts
+
+
+def test_clang_reads_a_static_function_s_counts_only_once_its_name_is_moved_to_the_build_s_tree(tmp_path):
+    """The same file compiled by absolute path in two trees: the trained tree's profile gives the other
+    tree's static function no counts until the profile's names are moved (ClangProfile.relocate)."""
+    need("clang-16")
+    need("llvm-profdata-16")
+    program = "__attribute__((noinline)) static int pick(int x) { if (x > 3) return x; return -x; }\n" + \
+        "int main(void) { int s = 0; for (int i = 0; i < 100; i++) s += pick(i); return s == 42; }\n"
+    trained = a_tree(tmp_path / "sources" / "debian", {"src/prog.c": program})
+    other = a_tree(tmp_path / "sources" / "upstream" / "tree", {"src/prog.c": program})
+    tool, profile, runner = ClangProfile("llvm-profdata-16"), tmp_path / "profile", Runner(tmp_path / "log")
+    profile.mkdir()
+    subprocess.run(["clang-16", "-O2", "-fprofile-generate", str(trained / "src/prog.c"), "-o", tmp_path / "prog"],
+                   check=True)
+    subprocess.run([tmp_path / "prog"], env={"LLVM_PROFILE_FILE": str(profile / "raw-%p.profraw")})
+    tool.merge(profile, runner)
+
+    def missing_for_other_tree() -> str:
+        done = subprocess.run(["clang-16", "-O2", "-c", *tool.use_flags(profile, other), "-mllvm",
+                               "-pgo-warn-missing-function", str(other / "src/prog.c"), "-o", tmp_path / "prog.o"],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    assert "no profile data available for function pick" in missing_for_other_tree()
+    moved = tool.relocate(profile, other, str(trained), runner)
+    assert moved == Relocation(str(trained), str(other), 1, 0)
+    assert "no profile data" not in missing_for_other_tree()
+    assert tool.relocation(profile, other, "", runner) == Relocation(str(other), str(other), 1, 0)
+    assert GccProfile().relocate(profile, other, str(trained), runner) == Relocation()
+

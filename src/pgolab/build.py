@@ -339,4 +339,5 @@ def train_profile(request: BuildRequest, out: Path, reporter: Reporter | None = 
         source_digest=content_digest(request.source.path, pipeline.source_digest),
         instrumented_variant=profile_file.instrumented_name(variant, request.distribution),
         compiler=pipeline.toolchain.versions(), source_version=request.source.version, training=request.train.label,
-        made_by=f"{variant.name}'s training of {instrumented.variant.name} (binary {file_digest(binary)[:12]})")
+        made_by=f"{variant.name}'s training of {instrumented.variant.name} (binary {file_digest(binary)[:12]})",
+        source_root=str(request.source.path))

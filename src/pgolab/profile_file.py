@@ -45,6 +45,9 @@ class ProfileIdentity:
     bytes: int
     made_by: str                   # the build that trained it: label, binary digest, host
     format: int = FORMAT
+    # The trained tree's path: clang names functions of internal linkage by their file, so a build
+    # of a tree elsewhere renames them (profiles/relocation.py). Files before it: inferred.
+    source_root: str = ""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -112,7 +115,8 @@ def export(record: BuildRecord, instrumented_variant: str, tool: ProfileTool, pr
     made_by = f"{record.label} (binary {(record.binary_digest or 'not recorded')[:12]})"
     return write(out, files, server=record.server, source_digest=_source_content(record),
                  instrumented_variant=instrumented_variant, compiler=record.toolchain,
-                 source_version=record.version, training=record.training or "", made_by=made_by)
+                 source_version=record.version, training=record.training or "", made_by=made_by,
+                 source_root=str(record.source_path))
 
 
 def write(out: Path, files: list[Path], *, made_by: str, **identity) -> ProfileIdentity:

@@ -3,7 +3,8 @@
 base: the interface and what every kind shares (raw-file statistics, the training-wrote and
 build-used checks); gcc and clang: the compilers' PGO profiles; bolt: BOLT's .fdata profile and
 llvm-bolt's statistics; sealing: a merged profile refused if counters arrived after its merge;
-overlap: how well a training's profile covers a benchmark's (`pgolab profile-check`).
+overlap: how well a training's profile covers a benchmark's (`pgolab profile-check`); relocation:
+a clang profile's names by file moved onto another tree.
 
 bolt is imported by name (`pgolab.profiles.bolt`), not from here: it finds llvm-bolt through
 toolchains, which makes gcc's and clang's profile tools; importing it here would close a loop.
@@ -14,6 +15,7 @@ from .base import (ConsumptionCheck, ProfileMatch, ProfileTool, RawProfileStats,
 from .clang import MERGED_PROFILE, ClangProfile, clang_object_used_profile
 from .gcc import GccProfile, gcda_name
 from .overlap import OverlapReport, overlap
+from .relocation import Relocation
 from .sealing import SEAL, raw_digest, require_sealed, seal, sealed_digest
 
 __all__ = [
@@ -21,6 +23,6 @@ __all__ = [
     "require_raw_profiles", "require_used",
     "MERGED_PROFILE", "ClangProfile", "clang_object_used_profile",
     "GccProfile", "gcda_name",
-    "OverlapReport", "overlap",
+    "OverlapReport", "overlap", "Relocation",
     "SEAL", "raw_digest", "require_sealed", "seal", "sealed_digest",
 ]

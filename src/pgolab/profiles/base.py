@@ -17,6 +17,7 @@ from typing import Protocol
 
 from ..errors import PgolabError
 from ..runner import Runner
+from .relocation import Relocation
 
 
 @dataclass
@@ -45,18 +46,22 @@ class ConsumptionCheck:
 
 @dataclass(frozen=True)
 class ProfileMatch:
-    """How much of a profile a compile could apply: the functions the profile holds, and those the
-    compiler reported as changed since (their counts are dropped)."""
+    """How much of a profile a compile could apply: the functions the profile holds, those the
+    compiler reported as changed since (their counts are dropped), and those named by a file the
+    tree no longer has (clang's functions of internal linkage: never compared, so never reported).
+    A function of external linkage that is gone is not counted: no compile sees it."""
     functions: int
     mismatched: int
+    absent: int = 0
 
     @property
     def share(self) -> float:
-        return max(0.0, 1 - self.mismatched / self.functions) if self.functions else 0.0
+        return max(0.0, 1 - (self.mismatched + self.absent) / self.functions) if self.functions else 0.0
 
     def describe(self) -> str:
         return (f"{self.share * 100:.1f}% of the profile's {self.functions} functions apply "
-                f"({self.mismatched} changed since it was trained)")
+                f"({self.mismatched} changed since it was trained"
+                + (f", {self.absent} in files this tree lacks" if self.absent else "") + ")")
 
     def as_dict(self) -> dict:
         return {**asdict(self), "share": round(self.share, 4)}
@@ -79,6 +84,10 @@ class ProfileTool(Protocol):
     def check_used(self, build_dir: Path, profile_dir: Path, build_log: Path) -> ConsumptionCheck: ...
     def profile_functions(self, profile_dir: Path, runner: Runner) -> int:
         """How many functions the profile holds counts for (a stale profile's match share's base)."""
+    def relocation(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner) -> Relocation:
+        """How the profile's names by file map onto `tree` (profiles/relocation.py)."""
+    def relocate(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner) -> Relocation:
+        """The profile's names by file moved onto `tree`, in place; what moved."""
     def function_weights(self, profile_dir: Path, build_dir: Path, runner: Runner,
                          scratch: Path) -> dict[str, int]: ...
     def overlap_figure(self, training: Path, benchmark: Path, runner: Runner) -> str | None: ...

@@ -9,6 +9,7 @@ from .. import elf
 from ..errors import PgolabError
 from ..runner import Runner
 from .base import ConsumptionCheck, files_digest, int_after, log_text, object_files
+from .relocation import Relocation, plan, rewrite
 
 # clang reads this name inside a -fprofile-use directory by default (MySQL relies on it).
 MERGED_PROFILE = "default.profdata"
@@ -92,10 +93,29 @@ class ClangProfile:
         found = re.search(r"Total functions:\s*(\d+)", show)
         return int(found.group(1)) if found else 0
 
+    def _text(self, profile_dir: Path, runner: Runner) -> str:
+        return runner.run([self.profdata, "merge", "--text", "-o", "-", str(profile_dir / MERGED_PROFILE)],
+                          what="llvm-profdata merge --text", log_output=False).output
+
+    def relocation(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner) -> Relocation:
+        return plan(function_names(self._text(profile_dir, runner)), tree, recorded_root)
+
+    def relocate(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner) -> Relocation:
+        """The profile's functions named by a file of another tree renamed to this one's, through the
+        profile's text form (see relocation.py)."""
+        text = self._text(profile_dir, runner)
+        moved = plan(function_names(text), tree, recorded_root)
+        if moved.moves:
+            relocated = profile_dir / "relocated.proftext"
+            relocated.write_text(rewrite(text, moved))
+            runner.run([self.profdata, "merge", "-o", str(profile_dir / MERGED_PROFILE), str(relocated)],
+                       what="llvm-profdata merge (relocated names)")
+            relocated.unlink()
+        return moved
+
     def function_weights(self, profile_dir: Path, build_dir: Path, runner: Runner, scratch: Path) -> dict[str, int]:
         """Function -> sum of its counters, from `llvm-profdata merge --text`."""
-        text = runner.run([self.profdata, "merge", "--text", "-o", "-", str(profile_dir / MERGED_PROFILE)],
-                          what="llvm-profdata merge --text").output
+        text = self._text(profile_dir, runner)
         weights: dict[str, int] = {}
         lines = text.splitlines()
         i = 0
@@ -117,3 +137,9 @@ class ClangProfile:
                          check=False, what="llvm-profdata overlap").output
         m = re.search(r"Edge profile overlap:\s*([0-9.]+%)", out)
         return f"llvm-profdata overlap: edge profile overlap {m.group(1)}" if m else None
+
+
+def function_names(text: str) -> list[str]:
+    """The function names of a profile's text form: each is the line before its "# Func Hash:"."""
+    lines = text.split("\n")
+    return [lines[i - 1].strip() for i, line in enumerate(lines) if i and line.strip() == "# Func Hash:"]

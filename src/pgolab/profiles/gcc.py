@@ -10,6 +10,7 @@ from pathlib import Path
 from ..errors import PgolabError
 from ..runner import Runner
 from .base import ConsumptionCheck, files_digest, log_text, object_files
+from .relocation import Relocation
 
 
 def gcda_name(object_rel: Path) -> str:
@@ -65,6 +66,14 @@ class GccProfile:
 
     def read_files(self, profile_dir: Path) -> list[Path]:
         return sorted(profile_dir.glob("*.gcda"))
+
+    def relocation(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner) -> Relocation:
+        # A .gcda file is named by its object's path under the build folder (-fprofile-prefix-path),
+        # and its functions by checksums: nothing in it names the tree.
+        return Relocation()
+
+    def relocate(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner) -> Relocation:
+        return Relocation()
 
     def digest(self, profile_dir: Path) -> str:
         return files_digest(self.read_files(profile_dir))

@@ -64,8 +64,10 @@ class PgoContext:
 def pgo_phases(ctx: PgoContext) -> list[Phase]:
     spec = ctx.train
     if ctx.profile_file is not None:
+        # The tree is an input: a clang profile's names by file are moved onto it (import_profile).
         made = [Phase(PROFILE_IMPORT, f"profile from {ctx.profile_file.name} (no instrumented build, no training)",
-                      lambda: {"file": file_digest(ctx.profile_file)}, lambda: import_profile(ctx))]
+                      lambda: {"file": file_digest(ctx.profile_file), "names_for": str(ctx.compile.source)},
+                      lambda: import_profile(ctx))]
     elif ctx.trains:
         made = [
             Phase("train", f"training run ({spec.label}, {spec.seconds}s)", spec.digest_input(), lambda: train(ctx)),
@@ -130,8 +132,12 @@ def import_profile(ctx: PgoContext) -> dict:
                          f"{identity.files} files, {identity.bytes / 1024:.0f} KiB"
                          + (f"; stale: trained on {identity.server} {identity.source_version}, another tree"
                             if other_tree else ""))
+    # Before the seal: the compile reads (and its digest covers) the profile as this tree names it.
+    moved = ctx.tool.relocate(ctx.profile_dir, ctx.compile.source, identity.source_root, ctx.runner(PROFILE_IMPORT))
+    if moved.moves:
+        ctx.reporter.message(f"profile names: {moved.describe()}")
     return {"file": str(ctx.profile_file.absolute()), "training": identity.training, "made_by": identity.made_by,
-            "files": identity.files, "sealed": seal(ctx.profile_dir, ctx.tool),
+            "files": identity.files, "relocation": moved.as_dict(), "sealed": seal(ctx.profile_dir, ctx.tool),
             "stale_from": {"version": identity.source_version, "source_digest": identity.source_digest}
             if other_tree else None}
 
@@ -141,7 +147,9 @@ def check(ctx: PgoContext) -> dict:
     ctx.reporter.message(f"profile used: {result.describe()}")
     if ctx.stale_min_match is None:
         return result.as_dict()
-    match = ProfileMatch(ctx.tool.profile_functions(ctx.profile_dir, ctx.runner("check-profile")), result.mismatched)
+    runner = ctx.runner("check-profile")
+    absent = ctx.tool.relocation(ctx.profile_dir, ctx.compile.source, "", runner).absent
+    match = ProfileMatch(ctx.tool.profile_functions(ctx.profile_dir, runner), result.mismatched, absent)
     ctx.reporter.message(f"stale profile: {match.describe()}")
     if match.share < ctx.stale_min_match:
         raise PgolabError(f"the stale profile applies to {match.share * 100:.1f}% of its functions "
