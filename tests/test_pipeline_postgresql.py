@@ -282,6 +282,37 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     assert "-Wl,--emit-relocs" in record.flags["final"]["link"]
     assert record.bolt["bolt-merge"]["branch_count"] > 0
 
+    # A stale profile end to end (issue 33): the twin's profile read by a build of a changed copy of the
+    # tree at another path. clang names PostgreSQL's static functions by absolute path: the import moves
+    # those names onto the copy (else none of them would get counts, silently), and the build reports
+    # the share that applied, int4abs changed.
+    import shutil
+    # (The twin ran only up to its merged profile, for its _bolt build: `profile make` finds that up to date.)
+    twin = MATRIX_VARIANT.removesuffix("_bolt")
+    exported = tmp_path / "twin.profile.tgz"
+    export = subprocess.run(pgolab("profile", "make", str(pg_tree.path), "--variant", twin, "--train-seconds",
+                                   str(TRAIN_SECONDS), "-o", str(exported)), capture_output=True, text=True, timeout=600)
+    assert export.returncode == 0 and "train" not in re.findall(r"✓ (\S+)", export.stderr), export.stdout + export.stderr
+    assert Path(profile_file.read_identity(exported).source_root).resolve() == pg_tree.path.resolve()
+    changed = tmp_path / "changed" / "postgresql"
+    shutil.copytree(pg_tree.path, changed, symlinks=True)
+    int_c = changed / "src/backend/utils/adt/int.c"
+    int_c.write_text(int_c.read_text().replace("\tresult = (arg1 < 0) ? -arg1 : arg1;",
+                                               "\tif (arg1 == 42)\n\t\tPG_RETURN_INT32(41);\n"
+                                               "\tresult = (arg1 < 0) ? -arg1 : arg1;", 1))
+    stale = subprocess.run(pgolab("build", str(changed), "--variant", twin, "--profile", str(exported),
+                                  "--stale-profile", "--label", "stale-ci", "--json"),
+                           capture_output=True, text=True, timeout=3000)
+    assert stale.returncode == 0, stale.stdout + stale.stderr
+    built = json.loads(stale.stdout)[0]
+    moved = built["profile"]["profile-import"]["relocation"]
+    assert Path(moved["new"]).resolve() == changed.resolve() and moved["old"] != moved["new"], moved
+    assert moved["names"] > 1000, moved
+    match = built["profile"]["check-profile"]["match"]
+    assert match["mismatched"] >= 1 and match["absent"] < 0.01 * match["functions"], match
+    assert 0.95 < match["share"] < 1.0, match
+    assert built["profile"]["check-profile"]["with_profile"] >= 0.98 * record.profile["check-profile"]["with_profile"]
+
 
 @pytest.mark.slow
 def test_cost_mode_on_postgresql_builds(pg_tree, tmp_path, monkeypatch):

@@ -56,30 +56,36 @@ def a_tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_names_by_file_are_found_under_the_trained_tree_and_moved_to_the_build_s(tmp_path):
-    new = a_tree(tmp_path / "sources" / "pg-upstream", {"src/a.c": "static int f(void);", "src/b.c": "int g;",
-                                                          "src/inc/h.h": "static inline int inl(void);"})
+    new = a_tree(tmp_path / "sources" / "pg-upstream", {
+        "src/a.c": 'static int f(void);\n#include "scan.c"\n', "src/scan.c": "static int yylex(void);",
+        "src/b.c": "int g;", "src/inc/h.h": "static inline int inl(void);"})
     names = ["/old/home/sources/pg-debian/src/a.c:f",         # a static function: moved
              "/old/home/sources/pg-debian/src/a.c:inl",       # a header's static inline, named by its user
-             "/old/home/sources/pg-debian/src/a.c:gone",      # no longer in a.c, nor in a header
+             "/old/home/sources/pg-debian/src/a.c:yylex",     # in a .c file a.c includes
+             "/old/home/sources/pg-debian/src/a.c:gone",      # no longer in a.c, its includes or a header
              "/old/home/sources/pg-debian/src/c.c:h",         # its file is gone
              "/old/home/sources/pg-debian/src/b.c:_ZN1X1gEv",  # C++: not looked for by name
+             "/old/home/sources/pg-debian/src/b.c:__cxx_global_var_init",   # made by the compiler
              "external_function", "shmem.c:local"]            # not by file; relative to the build folder
     moved = plan(names, new)
-    assert moved == Relocation("/old/home/sources/pg-debian", str(new), 6, 2) and moved.moves
-    # The recorded root wins over the inference; a name outside it is left as it is.
-    assert plan(names, new, "/old/home/sources/pg-debian/").old == "/old/home/sources/pg-debian"
+    assert moved == Relocation("/old/home/sources/pg-debian", str(new), 7, 2) and moved.moves
+    # The recorded root wins over the inference (here the two disagree: the names' tree sits in src/).
+    nested = [f"/t/src/{n.split('/src/', 1)[1]}" for n in names if "/src/" in n]
+    assert plan(nested, new).old == "/t" and plan(nested, new, "/t/src/").old == "/t/src"
     text = "\n".join(["/old/home/sources/pg-debian/src/a.c:f", "# Func Hash:", "1", "# Num Counters:", "1",
                       "# Counter Values:", "5", "/old/home/sources/pg-debian/src/b.c:g:5", "shmem.c:local"])
     rewritten = rewrite(text, moved)
     assert rewritten.split("\n")[0] == f"{new}/src/a.c:f" and f"{new}/src/b.c:g:5" in rewritten
     assert rewritten.split("\n")[1:7] == text.split("\n")[1:7] and rewritten.endswith("\nshmem.c:local")
-    # In place: nothing moves, the absent are still counted.
-    assert plan(rewrite(text, moved).split("\n")[:1] + names[1:4], new).absent == 2
-    # A build folder's relative spelling (CMake's) keeps its way up and changes the tree's folder name.
-    relative = plan(["../../../sources/pg-debian/src/a.c:f"], new)
-    assert (relative.old, relative.new) == ("../../../sources/pg-debian", "../../../sources/pg-upstream")
-    assert plan(["/x/src/q.c:f"], new) == Relocation(names=1)      # no file of the tree: nothing to say
-    assert not plan([f"{new}/src/a.c:f"], new).moves
+    # In place (every name already spells the tree): nothing moves, the absent are still counted.
+    in_place = plan([n.replace("/old/home/sources/pg-debian", str(new)) for n in names], new)
+    assert in_place == Relocation(str(new), str(new), 7, 2) and not in_place.moves
+    # A relative spelling (CMake's, from the build folder) becomes the tree's path from the build's folder;
+    # without one, its last folder is renamed when both trees sit in one folder of the same name.
+    relative = plan(["../../../sources/pg-debian/src/a.c:f"], new, build_dir=tmp_path / "build")
+    assert (relative.old, relative.new) == ("../../../sources/pg-debian", "../sources/pg-upstream")
+    assert plan(["../../../sources/pg-debian/src/a.c:f"], new).new == "../../../sources/pg-upstream"
+    assert plan(["/x/src/q.c:f"], new) == Relocation()      # no file of the tree: nothing to say
 
 
 def gcc_stale_compile(tmp_path: Path) -> tuple[GccProfile, Path, Path, str]:
@@ -148,8 +154,8 @@ def test_the_build_s_profile_check_refuses_a_stale_profile_below_the_threshold_a
                                build_log=tmp_path / "build.log", reporter=QuietReporter(), stale_min_match=min_match,
                                runner=lambda purpose: Runner(tmp_path / f"{purpose}.log"))
     assert pgo.check(ctx(0.5))["match"] == {"functions": 3, "mismatched": 1, "absent": 0, "share": 0.6667}
-    with pytest.raises(PgolabError, match=r"applies to 66.7% of its functions \(1 of 3 changed\), below "
-                                          r"--min-profile-match 90%") as err:
+    with pytest.raises(PgolabError, match=r"66.7% of the profile's 3 functions apply \(1 changed since it was "
+                                          r"trained\); below --min-profile-match 90%") as err:
         pgo.check(ctx(0.9))
     assert "lower --min-profile-match" in err.value.hint
     assert "match" not in pgo.check(ctx(None))      # a fresh profile is not matched against anything
@@ -171,31 +177,52 @@ def test_gcc_counts_each_compiled_copy_of_a_changed_function_once_by_its_arcs_wa
 
 def test_clang_reads_a_static_function_s_counts_only_once_its_name_is_moved_to_the_build_s_tree(tmp_path):
     """The same file compiled by absolute path in two trees: the trained tree's profile gives the other
-    tree's static function no counts until the profile's names are moved (ClangProfile.relocate)."""
+    tree's static function no counts until the profile's names are moved (ClangProfile.relocate); the
+    build's check then counts the function whose file the other tree lacks as absent."""
+    from types import SimpleNamespace
+    from pgolab.phases import QuietReporter
+    from pgolab.stages import pgo
     need("clang-16")
     need("llvm-profdata-16")
     program = "__attribute__((noinline)) static int pick(int x) { if (x > 3) return x; return -x; }\n" + \
-        "int main(void) { int s = 0; for (int i = 0; i < 100; i++) s += pick(i); return s == 42; }\n"
-    trained = a_tree(tmp_path / "sources" / "debian", {"src/prog.c": program})
-    other = a_tree(tmp_path / "sources" / "upstream" / "tree", {"src/prog.c": program})
+        "int helper(int);\n" + \
+        "int main(void) { int s = 0; for (int i = 0; i < 100; i++) s += pick(i) + helper(i); return s == 42; }\n"
+    helper = "__attribute__((noinline)) static int twice(int x) { return 2 * x; }\nint helper(int x) { return twice(x); }\n"
+    trained = a_tree(tmp_path / "sources" / "debian", {"src/prog.c": program, "src/helper.c": helper})
+    other = a_tree(tmp_path / "sources" / "upstream" / "tree", {"src/prog.c": program})   # helper.c is gone
     tool, profile, runner = ClangProfile("llvm-profdata-16"), tmp_path / "profile", Runner(tmp_path / "log")
+    build = tmp_path / "build"
+    build.mkdir()
     profile.mkdir()
-    subprocess.run(["clang-16", "-O2", "-fprofile-generate", str(trained / "src/prog.c"), "-o", tmp_path / "prog"],
-                   check=True)
+    subprocess.run(["clang-16", "-O2", "-fprofile-generate", str(trained / "src/prog.c"), str(trained / "src/helper.c"),
+                    "-o", tmp_path / "prog"], check=True)
     subprocess.run([tmp_path / "prog"], env={"LLVM_PROFILE_FILE": str(profile / "raw-%p.profraw")})
     tool.merge(profile, runner)
 
-    def missing_for_other_tree() -> str:
+    def compile_other_tree() -> str:
         done = subprocess.run(["clang-16", "-O2", "-c", *tool.use_flags(profile, other), "-mllvm",
-                               "-pgo-warn-missing-function", str(other / "src/prog.c"), "-o", tmp_path / "prog.o"],
+                               "-pgo-warn-missing-function", str(other / "src/prog.c"), "-o", build / "prog.o"],
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
+        (tmp_path / "build.log").write_text(done.stderr)
         return done.stderr
 
-    assert "no profile data available for function pick" in missing_for_other_tree()
-    moved = tool.relocate(profile, other, str(trained), runner)
-    assert moved == Relocation(str(trained), str(other), 1, 0)
-    assert "no profile data" not in missing_for_other_tree()
-    assert tool.relocation(profile, other, "", runner) == Relocation(str(other), str(other), 1, 0)
-    assert GccProfile().relocate(profile, other, str(trained), runner) == Relocation()
+    def check(min_match):
+        return pgo.check(SimpleNamespace(
+            tool=tool, compile=SimpleNamespace(build_dir=build, source=other), profile_dir=profile,
+            build_log=tmp_path / "build.log", reporter=QuietReporter(), stale_min_match=min_match,
+            runner=lambda purpose: Runner(tmp_path / f"{purpose}.log")))
 
+    assert "no profile data available for function pick" in compile_other_tree()
+    functions = tool.profile_functions(profile, runner)      # main, helper, pick, twice
+    # Not moved, the build's names by file read nothing: both count as absent.
+    assert check(0.1)["match"] == {"functions": functions, "mismatched": 0, "absent": 2,
+                                   "share": round(1 - 2 / functions, 4)}
+    moved = tool.relocate(profile, other, str(trained), runner, build)
+    assert moved == Relocation(str(trained), str(other), 2, 1)     # pick moved; twice's file is gone
+    assert "no profile data" not in compile_other_tree()
+    assert tool.relocation(profile, other, "", runner, build) == Relocation(str(other), str(other), 2, 1)
+    assert check(0.1)["match"]["absent"] == 1
+    with pytest.raises(PgolabError, match=r"1 in files this tree lacks\); below --min-profile-match 90%"):
+        check(0.9)
+    assert GccProfile().relocate(profile, other, str(trained), runner, build) == Relocation()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 
 from .. import elf
@@ -29,6 +30,7 @@ class ClangProfile:
     """clang: a .profraw file per process and binary, merged by llvm-profdata into one indexed profile."""
 
     name = "clang"
+    names_by_file = True       # functions of internal linkage: `<file>:<function>` (relocation.py)
     raw_pattern = "*.profraw"
     weights_method = "per-function counter sums from llvm-profdata"
 
@@ -97,20 +99,22 @@ class ClangProfile:
         return runner.run([self.profdata, "merge", "--text", "-o", "-", str(profile_dir / MERGED_PROFILE)],
                           what="llvm-profdata merge --text", log_output=False).output
 
-    def relocation(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner) -> Relocation:
-        return plan(function_names(self._text(profile_dir, runner)), tree, recorded_root)
+    def relocation(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner,
+                   build_dir: Path) -> Relocation:
+        return plan(function_names(self._text(profile_dir, runner)), tree, recorded_root, build_dir)
 
-    def relocate(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner) -> Relocation:
+    def relocate(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner,
+                 build_dir: Path) -> Relocation:
         """The profile's functions named by a file of another tree renamed to this one's, through the
         profile's text form (see relocation.py)."""
         text = self._text(profile_dir, runner)
-        moved = plan(function_names(text), tree, recorded_root)
+        moved = plan(function_names(text), tree, recorded_root, build_dir)
         if moved.moves:
-            relocated = profile_dir / "relocated.proftext"
-            relocated.write_text(rewrite(text, moved))
-            runner.run([self.profdata, "merge", "-o", str(profile_dir / MERGED_PROFILE), str(relocated)],
-                       what="llvm-profdata merge (relocated names)")
-            relocated.unlink()
+            with tempfile.TemporaryDirectory(dir=profile_dir.parent) as scratch:
+                relocated = Path(scratch) / "relocated.proftext"
+                relocated.write_text(rewrite(text, moved))
+                runner.run([self.profdata, "merge", "-o", str(profile_dir / MERGED_PROFILE), str(relocated)],
+                           what="llvm-profdata merge (relocated names)")
         return moved
 
     def function_weights(self, profile_dir: Path, build_dir: Path, runner: Runner, scratch: Path) -> dict[str, int]:

@@ -38,6 +38,9 @@ class GccProfile:
     under a lock, so there is no merge step."""
 
     name = "gcc"
+    # A .gcda file is named by its object's path under the build folder (-fprofile-prefix-path), its
+    # functions by checksums: nothing in it names the tree, so nothing moves (relocation.py).
+    names_by_file = False
     raw_pattern = "*.gcda"
     weights_method = "per-function entry counts read with gcov"
 
@@ -67,12 +70,12 @@ class GccProfile:
     def read_files(self, profile_dir: Path) -> list[Path]:
         return sorted(profile_dir.glob("*.gcda"))
 
-    def relocation(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner) -> Relocation:
-        # A .gcda file is named by its object's path under the build folder (-fprofile-prefix-path),
-        # and its functions by checksums: nothing in it names the tree.
+    def relocation(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner,
+                   build_dir: Path) -> Relocation:
         return Relocation()
 
-    def relocate(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner) -> Relocation:
+    def relocate(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner,
+                 build_dir: Path) -> Relocation:
         return Relocation()
 
     def digest(self, profile_dir: Path) -> str:

@@ -13,6 +13,7 @@ names point at files the new tree lacks. The profile tool applies it to the prof
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -20,6 +21,7 @@ from pathlib import Path, PurePosixPath
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_INCLUDED_C = re.compile(r'^\s*#\s*include\s+"([^"]+\.c)"', re.M)
 
 
 @dataclass(frozen=True)
@@ -27,8 +29,8 @@ class Relocation:
     """How a profile's file-qualified names map onto a build's tree."""
     old: str = ""          # the training tree as the names spell it ("" when no name has a file)
     new: str = ""          # what that prefix becomes; equal to old when nothing moves
-    names: int = 0         # file-qualified names (functions of internal linkage)
-    absent: int = 0        # of them under `old`, in a file the new tree lacks, or (C) no longer in it
+    names: int = 0         # names by a file under `old` (functions of internal linkage of the tree)
+    absent: int = 0        # of them, in a file the new tree lacks, or (C) no longer spelled there
 
     @property
     def moves(self) -> bool:
@@ -62,63 +64,86 @@ def _candidates(file: str, tree: Path) -> list[tuple[str, str]]:
     return found
 
 
-def _respelled(old: str, tree: Path) -> str:
-    """What prefix `old` becomes for `tree`: an absolute one is the tree's path; a relative one
-    (from the build folder) keeps its way up and changes only its last folder, which holds when both
-    trees sit in one folder of the same name, as pgolab's own sources do; otherwise it stays."""
+def _respelled(old: str, tree: Path, build_dir: Path | None) -> str:
+    """What prefix `old` becomes for `tree`: an absolute one is the tree's path; a relative one is the
+    tree's path from the build folder (where CMake's Ninja runs the compiler), or without that folder
+    its last part renamed when both trees sit in one folder of the same name; otherwise it stays."""
     if PurePosixPath(old).is_absolute():
         return str(tree)
+    if build_dir is not None:
+        return os.path.relpath(tree, build_dir)
     parts = PurePosixPath(old).parts
     if len(parts) >= 2 and parts[-2] == tree.parent.name:
         return str(PurePosixPath(*parts[:-1], tree.name))
     return old
 
 
-def plan(names: list[str], tree: Path, recorded_root: str = "") -> Relocation:
+class _Spelled:
+    """Whether a C function is still spelled in its file of the tree, in a .c file that file includes,
+    or in one of the tree's headers (a static inline function of a header is named by each file that
+    uses it). Read lazily: most names are found in their own file."""
+
+    def __init__(self, tree: Path):
+        self.tree = tree
+        self.words: dict[Path, set[str] | None] = {}
+        self.headers: set[str] | None = None
+
+    def _of(self, path: Path) -> set[str] | None:
+        if path not in self.words:
+            self.words[path] = set(_IDENTIFIER.findall(path.read_text(errors="replace"))) if path.is_file() else None
+        return self.words[path]
+
+    def file_exists(self, rest: str) -> bool:
+        return self._of(self.tree / rest) is not None
+
+    def present(self, rest: str, function: str) -> bool:
+        path = self.tree / rest
+        own = self._of(path)
+        if own is None:
+            return False
+        # Mangled C++ names and what the compiler makes (__cxx_global_var_init, __tls_init) are not
+        # spelled in any source: only a plain identifier is looked for.
+        if function.startswith(("_Z", "__")) or not _IDENTIFIER.fullmatch(function) or function in own:
+            return True
+        for included in _INCLUDED_C.findall(path.read_text(errors="replace")):
+            words = self._of(path.parent / included)
+            if words is not None and function in words:
+                return True
+        if self.headers is None:
+            self.headers = set()
+            for header in self.tree.rglob("*.h"):
+                self.headers.update(_IDENTIFIER.findall(header.read_text(errors="replace")))
+        return function in self.headers
+
+
+def plan(names: list[str], tree: Path, recorded_root: str = "", build_dir: Path | None = None) -> Relocation:
     """Where the training tree is in `names` (the recorded root when the names start with it, else
-    the prefix under which most of their files exist in `tree`), and what it becomes."""
-    qualified = [n for n in names if file_of(n)]
-    files = sorted({file_of(n) for n in qualified})
+    the prefix under which most of their files exist in `tree`), and what it becomes for a build of
+    `tree` in `build_dir`. A name made by a macro is not found, so counted absent: 11 of the 14,459 of
+    PostgreSQL 15's profile on its own tree."""
+    files = sorted({f for f in map(file_of, names) if f})
     if not files:
         return Relocation()
-    if recorded_root and any(f.startswith(recorded_root.rstrip("/") + "/") for f in files):
-        old = recorded_root.rstrip("/")
+    root = recorded_root.rstrip("/")
+    if root and any(f.startswith(root + "/") for f in files):
+        old = root
     else:
-        votes = Counter()
+        votes: Counter = Counter()
         for f in files:
             found = _candidates(f, tree)
             if found:
                 votes[found[0][0]] += 1
         if not votes:
-            return Relocation(names=len(qualified))
+            return Relocation()
         old = votes.most_common(1)[0][0]
     if not old:      # the names are already relative to the tree's root
-        return Relocation(names=len(qualified))
+        return Relocation()
     inside = old + "/"
-    words: dict[str, set[str] | None] = {}
-    header_words: set[str] = set()
-
-    def present(name: str) -> bool:
-        """Its file is in the tree and, for a C function, its name is still spelled there or in one of
-        the tree's headers (a static inline function of a header is named by each file that uses it).
-        A name made by a macro is not found: counted absent (43 of 14,459 on PostgreSQL 15's own tree)."""
-        rest = file_of(name)[len(inside):]
-        if rest not in words:
-            path = tree / rest
-            words[rest] = set(_IDENTIFIER.findall(path.read_text(errors="replace"))) if path.is_file() else None
-        if words[rest] is None:
-            return False
-        function = name[len(file_of(name)) + 1:]
-        # A mangled C++ name does not appear as written; only a C identifier is looked for.
-        if function.startswith("_Z") or not _IDENTIFIER.fullmatch(function) or function in words[rest]:
-            return True
-        if not header_words:
-            for header in tree.rglob("*.h"):
-                header_words.update(_IDENTIFIER.findall(header.read_text(errors="replace")))
-        return function in header_words
-
-    absent = sum(1 for n in qualified if file_of(n).startswith(inside) and not present(n))
-    return Relocation(old, _respelled(old, tree), len(qualified), absent)
+    under = [(f[len(inside):], n[len(f) + 1:]) for n, f in ((n, file_of(n)) for n in names)
+             if f and f.startswith(inside)]
+    spelled = _Spelled(tree)
+    absent = sum(1 for rest, function in under if not spelled.present(rest, function))
+    return Relocation(old, _respelled(old, tree, build_dir), len(under), absent)
 
 
 def rewrite(text: str, relocation: Relocation) -> str:

@@ -64,10 +64,8 @@ class PgoContext:
 def pgo_phases(ctx: PgoContext) -> list[Phase]:
     spec = ctx.train
     if ctx.profile_file is not None:
-        # The tree is an input: a clang profile's names by file are moved onto it (import_profile).
         made = [Phase(PROFILE_IMPORT, f"profile from {ctx.profile_file.name} (no instrumented build, no training)",
-                      lambda: {"file": file_digest(ctx.profile_file), "names_for": str(ctx.compile.source)},
-                      lambda: import_profile(ctx))]
+                      lambda: import_input(ctx), lambda: import_profile(ctx))]
     elif ctx.trains:
         made = [
             Phase("train", f"training run ({spec.label}, {spec.seconds}s)", spec.digest_input(), lambda: train(ctx)),
@@ -123,6 +121,18 @@ def merge(ctx: PgoContext) -> dict:
             "sealed": seal(ctx.profile_dir, ctx.tool)}
 
 
+# The import's revision where the tool names functions by file: 2 moves the names onto the tree.
+NAMES_BY_FILE_REVISION = 2
+
+
+def import_input(ctx: PgoContext) -> dict:
+    """What an import depends on: the file, and where the tool names functions by their file, the tree
+    and build folder the names are moved to (a gcc import keeps the digest it had before)."""
+    assert ctx.profile_file is not None
+    moved = {"names_for": [str(ctx.compile.source), str(ctx.compile.build_dir)], "revision": NAMES_BY_FILE_REVISION}
+    return {"file": file_digest(ctx.profile_file), **(moved if ctx.tool.names_by_file else {})}
+
+
 def import_profile(ctx: PgoContext) -> dict:
     assert ctx.profile_file is not None and ctx.expected is not None
     stale = ctx.stale_min_match is not None
@@ -133,7 +143,8 @@ def import_profile(ctx: PgoContext) -> dict:
                          + (f"; stale: trained on {identity.server} {identity.source_version}, another tree"
                             if other_tree else ""))
     # Before the seal: the compile reads (and its digest covers) the profile as this tree names it.
-    moved = ctx.tool.relocate(ctx.profile_dir, ctx.compile.source, identity.source_root, ctx.runner(PROFILE_IMPORT))
+    moved = ctx.tool.relocate(ctx.profile_dir, ctx.compile.source, identity.source_root, ctx.runner(PROFILE_IMPORT),
+                              ctx.compile.build_dir)
     if moved.moves:
         ctx.reporter.message(f"profile names: {moved.describe()}")
     return {"file": str(ctx.profile_file.absolute()), "training": identity.training, "made_by": identity.made_by,
@@ -148,12 +159,13 @@ def check(ctx: PgoContext) -> dict:
     if ctx.stale_min_match is None:
         return result.as_dict()
     runner = ctx.runner("check-profile")
-    absent = ctx.tool.relocation(ctx.profile_dir, ctx.compile.source, "", runner).absent
-    match = ProfileMatch(ctx.tool.profile_functions(ctx.profile_dir, runner), result.mismatched, absent)
+    # Names by file that still do not spell this tree's files as its compile does were read by nothing.
+    names = ctx.tool.relocation(ctx.profile_dir, ctx.compile.source, "", runner, ctx.compile.build_dir)
+    match = ProfileMatch(ctx.tool.profile_functions(ctx.profile_dir, runner), result.mismatched,
+                         names.names if names.moves else names.absent)
     ctx.reporter.message(f"stale profile: {match.describe()}")
     if match.share < ctx.stale_min_match:
-        raise PgolabError(f"the stale profile applies to {match.share * 100:.1f}% of its functions "
-                          f"({match.mismatched} of {match.functions} changed), below --min-profile-match "
+        raise PgolabError(f"the stale profile: {match.describe()}; below --min-profile-match "
                           f"{ctx.stale_min_match * 100:.0f}%", log=ctx.build_log,
                           hint="train on this tree (leave --profile out), or lower --min-profile-match")
     return {**result.as_dict(), "match": match.as_dict()}
