@@ -64,3 +64,18 @@ def test_a_binary_without_clang_instrumentation_is_refused_with_what_to_do(tmp_p
     text.write_text("#!/bin/sh\n")
     with pytest.raises(PgolabError, match="not an ELF executable"):
         user_build.compiler_of(text)
+
+
+def test_verify_s_fresh_server_starts_answers_and_leaves_nothing_without_an_environment():
+    """`pgolab verify` starts the optimized server as it is, with no environment of its own (a CMake
+    proof's verify once failed there, logging the start line). Debian's mariadbd stands in for it."""
+    from pgolab import paths
+    from pgolab.targets import MariaDBInstallation
+    need("mariadbd")
+    installation = MariaDBInstallation.system()
+    with user_build.fresh_server(installation, "verify") as (server, runner), server:
+        assert server.env == {}
+        assert "MariaDB" in server.query(installation.version_sql(), what="version query")
+        work = server.datadir.parent
+    assert not work.exists() and "start server" in runner.log_path.read_text()
+    assert not list((paths.home() / "work").glob("verify-*"))
