@@ -86,6 +86,10 @@ def test_names_by_file_are_found_under_the_trained_tree_and_moved_to_the_build_s
     assert (relative.old, relative.new) == ("../../../sources/pg-debian", "../sources/pg-upstream")
     assert plan(["../../../sources/pg-debian/src/a.c:f"], new).new == "../../../sources/pg-upstream"
     assert plan(["/x/src/q.c:f"], new) == Relocation()      # no file of the tree: nothing to say
+    # LLVM 18 on separates the file with ';' (and a value site's count with ':').
+    llvm19 = [n.replace(".c:", ".c;") for n in names]
+    assert plan(llvm19, new) == moved
+    assert rewrite(f"{llvm19[0]}\n{llvm19[0]}:5", moved) == f"{new}/src/a.c;f\n{new}/src/a.c;f:5"
 
 
 def gcc_stale_compile(tmp_path: Path) -> tuple[GccProfile, Path, Path, str]:
@@ -175,32 +179,34 @@ def test_gcc_counts_each_compiled_copy_of_a_changed_function_once_by_its_arcs_wa
     assert mismatched_functions(log) == 2      # f in a.c and in b.c; g keeps its counts
 
 
-def test_clang_reads_a_static_function_s_counts_only_once_its_name_is_moved_to_the_build_s_tree(tmp_path):
+@pytest.mark.parametrize("llvm", ["16", "19"])      # LLVM 19 names them `<file>;<function>`
+def test_clang_reads_a_static_function_s_counts_only_once_its_name_is_moved_to_the_build_s_tree(tmp_path, llvm):
     """The same file compiled by absolute path in two trees: the trained tree's profile gives the other
     tree's static function no counts until the profile's names are moved (ClangProfile.relocate); the
     build's check then counts the function whose file the other tree lacks as absent."""
     from types import SimpleNamespace
     from pgolab.phases import QuietReporter
     from pgolab.stages import pgo
-    need("clang-16")
-    need("llvm-profdata-16")
+    need(f"clang-{llvm}")
+    need(f"llvm-profdata-{llvm}")
     program = "__attribute__((noinline)) static int pick(int x) { if (x > 3) return x; return -x; }\n" + \
         "int helper(int);\n" + \
         "int main(void) { int s = 0; for (int i = 0; i < 100; i++) s += pick(i) + helper(i); return s == 42; }\n"
-    helper = "__attribute__((noinline)) static int twice(int x) { return 2 * x; }\nint helper(int x) { return twice(x); }\n"
+    helper = "__attribute__((noinline)) static int twice(int x) { return 2 * x; }\n" + \
+        "int helper(int x) { return twice(x); }\n"
     trained = a_tree(tmp_path / "sources" / "debian", {"src/prog.c": program, "src/helper.c": helper})
     other = a_tree(tmp_path / "sources" / "upstream" / "tree", {"src/prog.c": program})   # helper.c is gone
-    tool, profile, runner = ClangProfile("llvm-profdata-16"), tmp_path / "profile", Runner(tmp_path / "log")
+    tool, profile, runner = ClangProfile(f"llvm-profdata-{llvm}"), tmp_path / "profile", Runner(tmp_path / "log")
     build = tmp_path / "build"
     build.mkdir()
     profile.mkdir()
-    subprocess.run(["clang-16", "-O2", "-fprofile-generate", str(trained / "src/prog.c"), str(trained / "src/helper.c"),
-                    "-o", tmp_path / "prog"], check=True)
+    subprocess.run([f"clang-{llvm}", "-O2", "-fprofile-generate", str(trained / "src/prog.c"),
+                    str(trained / "src/helper.c"), "-o", tmp_path / "prog"], check=True)
     subprocess.run([tmp_path / "prog"], env={"LLVM_PROFILE_FILE": str(profile / "raw-%p.profraw")})
     tool.merge(profile, runner)
 
     def compile_other_tree() -> str:
-        done = subprocess.run(["clang-16", "-O2", "-c", *tool.use_flags(profile, other), "-mllvm",
+        done = subprocess.run([f"clang-{llvm}", "-O2", "-c", *tool.use_flags(profile, other), "-mllvm",
                                "-pgo-warn-missing-function", str(other / "src/prog.c"), "-o", build / "prog.o"],
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr

@@ -1,10 +1,11 @@
 """A clang profile moved to another source tree: its static functions are named by their file.
 
-clang names a function of internal linkage `<file>:<function>` in its profile, `<file>` spelled as
-the compiler was given the translation unit: absolute in PostgreSQL's build, relative to the build
-folder in CMake's. A profile trained on a tree at one path, read by a build of a tree at another
-(a stale profile, or one exported on a machine whose pgolab home differs), finds none of those
-functions: no warning, no counts. Measured on PostgreSQL 15.18: 4,630 of the profile's 14,459
+clang names a function of internal linkage `<file>:<function>` in its profile (LLVM 18 on:
+`<file>;<function>`), `<file>` spelled as the compiler was given the translation unit: absolute in
+PostgreSQL's build (whatever -ffile-prefix-map says), relative to the build folder in CMake's. A
+profile trained on a tree at one path, read by a build of a tree at another (a stale profile, or one
+exported on a machine whose pgolab home differs), finds none of those functions: no warning, no
+counts. Measured on PostgreSQL 15.18: 4,630 of the profile's 14,459
 functions are named so.
 
 The pure part is here: which prefix of the names is the training tree, what it becomes, and which
@@ -48,8 +49,9 @@ class Relocation:
 
 
 def file_of(name: str) -> str | None:
-    """The file part of a profile name `<file>:<function>` (a C or mangled C++ name has no ':')."""
-    path, sep, _ = name.rpartition(":")
+    """The file part of a profile name `<file>;<function>` (LLVM 18 on) or `<file>:<function>` (before):
+    a C or mangled C++ name has neither."""
+    path, sep, _ = name.rpartition(";") if ";" in name else name.rpartition(":")
     return path if sep and path else None
 
 
