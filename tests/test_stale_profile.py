@@ -45,7 +45,7 @@ def test_the_match_share_is_the_functions_that_still_apply():
     assert ProfileMatch(3, 1).share == pytest.approx(2 / 3)
     assert ProfileMatch(0, 0).share == 0.0 and ProfileMatch(2, 5).share == 0.0
     assert "66.7% of the profile's 3 functions apply (1 changed" in ProfileMatch(3, 1).describe()
-    assert ProfileMatch(4, 1, 1).share == 0.5 and "1 in files this tree lacks" in ProfileMatch(4, 1, 1).describe()
+    assert ProfileMatch(4, 1, 1).share == 0.5 and "1 no longer in this tree" in ProfileMatch(4, 1, 1).describe()
 
 
 def a_tree(root: Path, files: dict[str, str]) -> Path:
@@ -229,6 +229,6 @@ def test_clang_reads_a_static_function_s_counts_only_once_its_name_is_moved_to_t
     assert "no profile data" not in compile_other_tree()
     assert tool.relocation(profile, other, "", runner, build) == Relocation(str(other), str(other), 2, 1)
     assert check(0.1)["match"]["absent"] == 1
-    with pytest.raises(PgolabError, match=r"1 in files this tree lacks\); below --min-profile-match 90%"):
+    with pytest.raises(PgolabError, match=r"1 no longer in this tree\); below --min-profile-match 90%"):
         check(0.9)
     assert GccProfile().relocate(profile, other, str(trained), runner, build) == Relocation()

@@ -47,8 +47,9 @@ class ConsumptionCheck:
 @dataclass(frozen=True)
 class ProfileMatch:
     """How much of a profile a compile could apply: the functions the profile holds, those the
-    compiler reported as changed since (their counts are dropped), and those named by a file the
-    tree no longer has (clang's functions of internal linkage: never compared, so never reported).
+    compiler reported as changed since (their counts are dropped), and those no longer in the tree
+    (clang's functions of internal linkage whose file, or C name, is gone: never compared, so never
+    reported).
     A function of external linkage that is gone is not counted: no compile sees it."""
     functions: int
     mismatched: int
@@ -61,7 +62,7 @@ class ProfileMatch:
     def describe(self) -> str:
         return (f"{self.share * 100:.1f}% of the profile's {self.functions} functions apply "
                 f"({self.mismatched} changed since it was trained"
-                + (f", {self.absent} in files this tree lacks" if self.absent else "") + ")")
+                + (f", {self.absent} no longer in this tree" if self.absent else "") + ")")
 
     def as_dict(self) -> dict:
         return {**asdict(self), "share": round(self.share, 4)}

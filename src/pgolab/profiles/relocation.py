@@ -5,8 +5,7 @@ clang names a function of internal linkage `<file>:<function>` in its profile (L
 PostgreSQL's build (whatever -ffile-prefix-map says), relative to the build folder in CMake's. A
 profile trained on a tree at one path, read by a build of a tree at another (a stale profile, or one
 exported on a machine whose pgolab home differs), finds none of those functions: no warning, no
-counts. Measured on PostgreSQL 15.18: 4,630 of the profile's 14,459
-functions are named so.
+counts. Measured on PostgreSQL 15.18: 4,630 of the profile's 14,459 functions are named so.
 
 The pure part is here: which prefix of the names is the training tree, what it becomes, and which
 names point at files the new tree lacks. The profile tool applies it to the profile's text form.
