@@ -168,3 +168,27 @@ def test_concurrent_deletes_do_not_collide_on_postgresql(server_tmp):
         report = run_mix(server, MixOptions(statements=300, connections=4, rows=20, seed=3, no_select=True), runner)
     assert report.errors == []
     assert report.counts["delete"] > 20
+
+
+def test_postgresql_s_ddl_table_is_made_again_before_its_dropped_columns_reach_the_limit(server_tmp, monkeypatch):
+    """PostgreSQL counts dropped columns against a table's 1,600: the mix's DDL adds and drops one
+    column a run, and at one connection a training ran it 1,595 times. Here every 5th run makes the
+    table again (at the start of runs 5 and 10): after 12 runs it carries the dropped columns of 3
+    runs, not of 12."""
+    from pgolab.mix import PostgreSQLMix
+    pg = PostgreSQLInstallation.system("15")
+    if pg.run_as:
+        from pgolab.paths import chown_tree
+        chown_tree(server_tmp, pg.run_as)
+    monkeypatch.setattr(PostgreSQLMix, "DDL_RENEWAL", 5)
+    server, runner = started(pg, server_tmp)
+    with server:
+        mix = pg.training_mix(server.rundir, MixOptions(statements=12 * 200, connections=1, rows=50, seed=3))
+        report = mix.run(alive=server.running)
+        assert report.errors == [] and report.counts["ddl"] == 12
+        with mix.connect() as conn:
+            top = conn.execute("SELECT max(attnum) FROM pg_attribute WHERE attrelid = 'mix_ddl'::regclass"
+                               ).fetchone()[0]
+    # mix_t's 5 columns, and one dropped column for each of runs 10, 11 and 12.
+    assert top == 5 + 3
+    assert PostgreSQLMix.DDL_RENEWAL == 5 and 1000 + 5 < 1600
