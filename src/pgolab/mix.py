@@ -377,6 +377,7 @@ class PostgreSQLMix(_Mix):
     def __init__(self, socket_dir: str, port: int, options: MixOptions):
         self.socket_dir = socket_dir
         self.port = port
+        self.ddl_runs = 0      # worker 0's DDL runs (see ddl)
         super().__init__(options)
 
     def connect(self, database: str = MIX_DATABASE):
@@ -449,7 +450,6 @@ class PostgreSQLMix(_Mix):
     # DDL_RENEWAL runs, beyond the most a training at four connections reached (684), so that those
     # trainings run the statements they always ran.
     DDL_RENEWAL = 1000
-    ddl_runs = 0
 
     def ddl(self, conn, worker, step):
         """On a table of its own: DDL on mix_t or mix_u would invalidate every cached plan of the

@@ -95,6 +95,10 @@ class ServerProcess:
     wrapper: list[str] = field(default_factory=list)   # runs the server under it (taskset, valgrind)
     proc: subprocess.Popen | None = None
 
+    def __post_init__(self):
+        # No environment of its own is an empty one: its start line and every command it runs read it.
+        self.env = dict(self.env or {})
+
     @property
     def error_log(self) -> Path:
         return self.installation.error_log(self.rundir)

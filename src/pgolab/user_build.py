@@ -89,7 +89,7 @@ def fresh_server(installation, purpose: str, env: dict | None = None, options=No
                 chown_tree(folder, installation.run_as)
         datadir = work / "data"
         initialize_datadir(installation, datadir, runner, env=env)
-        yield ServerProcess(installation, datadir, rundir, runner, env=env or {},
+        yield ServerProcess(installation, datadir, rundir, runner, env=env,
                             options=options(datadir) if options else [], config=config), runner
     finally:
         shutil.rmtree(work, ignore_errors=True)

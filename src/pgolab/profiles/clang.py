@@ -119,20 +119,9 @@ class ClangProfile:
 
     def function_weights(self, profile_dir: Path, build_dir: Path, runner: Runner, scratch: Path) -> dict[str, int]:
         """Function -> sum of its counters, from `llvm-profdata merge --text`."""
-        text = self._text(profile_dir, runner)
         weights: dict[str, int] = {}
-        lines = text.splitlines()
-        i = 0
-        while i < len(lines):
-            if lines[i].strip() == "# Func Hash:" and i >= 1:
-                name = lines[i - 1].strip()
-                n = int(lines[i + 3].strip())
-                values = lines[i + 5: i + 5 + n]
-                weights[name] = weights.get(name, 0) + sum(int(v) for v in values
-                                                           if v.strip().lstrip("-").isdigit())
-                i += 5 + n
-            else:
-                i += 1
+        for name, counters in function_records(self._text(profile_dir, runner)):
+            weights[name] = weights.get(name, 0) + sum(counters)
         return weights
 
     def overlap_figure(self, training: Path, benchmark: Path, runner: Runner) -> str | None:
@@ -143,7 +132,20 @@ class ClangProfile:
         return f"llvm-profdata overlap: edge profile overlap {m.group(1)}" if m else None
 
 
-def function_names(text: str) -> list[str]:
-    """The function names of a profile's text form: each is the line before its "# Func Hash:"."""
+def function_records(text: str):
+    """(name, counters) of each function of a profile's text form: the name is the line before its
+    "# Func Hash:", then the hash, "# Num Counters:", the count, "# Counter Values:" and the counters."""
     lines = text.split("\n")
-    return [lines[i - 1].strip() for i, line in enumerate(lines) if i and line.strip() == "# Func Hash:"]
+    i = 1
+    while i < len(lines):
+        if lines[i].strip() == "# Func Hash:":
+            n = int(lines[i + 3].strip())
+            values = lines[i + 5: i + 5 + n]
+            yield lines[i - 1].strip(), [int(v) for v in values if v.strip().lstrip("-").isdigit()]
+            i += 5 + n
+        else:
+            i += 1
+
+
+def function_names(text: str) -> list[str]:
+    return [name for name, _ in function_records(text)]

@@ -36,6 +36,12 @@ class Relocation:
     def moves(self) -> bool:
         return bool(self.old) and self.old != self.new
 
+    @property
+    def unread(self) -> int:
+        """Names a compile of the tree reads no counts for: all of them while they still spell another
+        tree (an import that could not move them), else those no longer in the tree."""
+        return self.names if self.moves else self.absent
+
     def describe(self) -> str:
         if not self.names:
             return "no function named by its file"
@@ -86,29 +92,28 @@ class _Spelled:
 
     def __init__(self, tree: Path):
         self.tree = tree
-        self.words: dict[Path, set[str] | None] = {}
+        self.files: dict[Path, tuple[set[str], list[str]] | None] = {}    # words, included .c files
         self.headers: set[str] | None = None
 
-    def _of(self, path: Path) -> set[str] | None:
-        if path not in self.words:
-            self.words[path] = set(_IDENTIFIER.findall(path.read_text(errors="replace"))) if path.is_file() else None
-        return self.words[path]
-
-    def file_exists(self, rest: str) -> bool:
-        return self._of(self.tree / rest) is not None
+    def _of(self, path: Path) -> tuple[set[str], list[str]] | None:
+        if path not in self.files:
+            text = path.read_text(errors="replace") if path.is_file() else None
+            self.files[path] = None if text is None else (set(_IDENTIFIER.findall(text)), _INCLUDED_C.findall(text))
+        return self.files[path]
 
     def present(self, rest: str, function: str) -> bool:
         path = self.tree / rest
-        own = self._of(path)
-        if own is None:
+        read = self._of(path)
+        if read is None:
             return False
+        own, included_files = read
         # Mangled C++ names and what the compiler makes (__cxx_global_var_init, __tls_init) are not
         # spelled in any source: only a plain identifier is looked for.
         if function.startswith(("_Z", "__")) or not _IDENTIFIER.fullmatch(function) or function in own:
             return True
-        for included in _INCLUDED_C.findall(path.read_text(errors="replace")):
-            words = self._of(path.parent / included)
-            if words is not None and function in words:
+        for included in included_files:
+            other = self._of(path.parent / included)
+            if other is not None and function in other[0]:
                 return True
         if self.headers is None:
             self.headers = set()

@@ -93,7 +93,7 @@ class Servers:
         initialize_datadir(installation, datadir, runner, env=env)
         if server_binary is not None:
             installation = installation.with_server_binary(server_binary)
-        return ServerProcess(installation, datadir, rundir, runner, env=env or {},
+        return ServerProcess(installation, datadir, rundir, runner, env=env,
                              options=self.train.server_options(installation, datadir),
                              config=self.train.server_config)
 

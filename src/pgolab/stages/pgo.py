@@ -159,10 +159,8 @@ def check(ctx: PgoContext) -> dict:
     if ctx.stale_min_match is None:
         return result.as_dict()
     runner = ctx.runner("check-profile")
-    # Names by file that still do not spell this tree's files as its compile does were read by nothing.
     names = ctx.tool.relocation(ctx.profile_dir, ctx.compile.source, "", runner, ctx.compile.build_dir)
-    match = ProfileMatch(ctx.tool.profile_functions(ctx.profile_dir, runner), result.mismatched,
-                         names.names if names.moves else names.absent)
+    match = ProfileMatch(ctx.tool.profile_functions(ctx.profile_dir, runner), result.mismatched, names.unread)
     ctx.reporter.message(f"stale profile: {match.describe()}")
     if match.share < ctx.stale_min_match:
         raise PgolabError(f"the stale profile: {match.describe()}; below --min-profile-match "
