@@ -447,7 +447,8 @@ class PostgreSQLMix(_Mix):
 
     # PostgreSQL counts a dropped column against a table's 1,600: at one connection the mix's DDL ran
     # 1,595 times in 150 s and failed (issue 34's training-concurrency proof). mix_ddl is made again every
-    # DDL_RENEWAL runs, beyond the most a training at four connections reached (684), so that those
+    # DDL_RENEWAL runs, beyond the most any of five trainings at four connections reached (684:
+    # docs/results/postgresql-15-train-connections/ddl-runs-at-4-connections.txt), so that those
     # trainings run the statements they always ran.
     DDL_RENEWAL = 1000
 

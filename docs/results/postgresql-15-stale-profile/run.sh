@@ -32,6 +32,11 @@ $P build "$S18" --variant rel_lto_pgo_use_clang --profile $OUT/debian-tree.profi
 $P bench --source "$S18" --base rel_o2nofp --variant rel_lto_pgo_use_clang --variant stale-from-15 \
   --measure cost --suite quick --cost-jobs 2 \
   --run 'pg18-stale-{binaries}' --store $OUT/results.sqlite --out $OUT/report-18 </dev/null > $OUT/report-18.txt
+# Each stale build against the fresh profile's build of its tree: the runs above read with another base
+# (every run of the store that has both labels, the one before the relocation fix included).
+for run in $(sqlite3 $OUT/results.sqlite "SELECT name FROM runs WHERE status = 'finished' ORDER BY id"); do
+  $P report "$run" --store $OUT/results.sqlite --base rel_lto_pgo_use_clang </dev/null > $OUT/vs-fresh-$run.txt
+done
 # The threshold: the same build asked for more of the profile than applies is refused (the compile
 # is found up to date; only the check runs again).
 $P build "$S18" --variant rel_lto_pgo_use_clang --profile $OUT/debian-tree.profile.tgz --stale-profile \

@@ -20,3 +20,14 @@ for t in 1 4; do
     --run "pg15-train-connections-${t}t-{binaries}" --store $OUT/results.sqlite --out $OUT/report-${t}t \
     </dev/null > $OUT/report-${t}t.txt
 done
+# Each training against the default one (4 connections), and what each training ran (its log).
+for t in 1 4; do
+  run=$(sqlite3 $OUT/results.sqlite "SELECT name FROM runs WHERE name LIKE 'pg15-train-connections-${t}t-%' ORDER BY id DESC LIMIT 1")
+  $P report "$run" --store $OUT/results.sqlite --base rel_lto_pgo_use_clang </dev/null > $OUT/vs-default-${t}t.txt
+done
+# The builds of Debian's tree (the folder train-c1 is in), each training's log: every attempt, in order.
+D=$(dirname "$(ls -d "${PGOLAB_HOME:-/var/cache/pgolab}"/builds/postgresql-15.18-*/train-c1 | head -1)")
+for label in rel_lto_pgo_use_clang train-c1 train-c2 train-c8; do
+  grep -h "training mix on postgresql\|ddl=\|errors:" "$D/$label/logs/train.log" | sed "s/^/$label: /"
+done > $OUT/trainings.txt
+
