@@ -44,6 +44,7 @@ PACKAGES=(
   clang-19 llvm-19 lld-19 bolt-19 libclang-rt-19-dev   # the _clang19 axis
   libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev   # the allocator axis
   sysbench mariadb-server mariadb-client
+  mariadb-plugin-rocksdb   # MyRocks for Debian's mariadbd (bench --engine rocksdb)
   postgresql-15 postgresql-client-15
   valgrind procps xz-utils
   # pgolab package: a tarball's rpath; the .deb's throwaway Debian root in the tests (and iproute2's

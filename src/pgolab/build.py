@@ -36,6 +36,7 @@ from .stages.context import Runners, SealedDigest, Servers
 from .stages.pgo import PROFILE_IMPORT, PROFILE_READY, TRAINING_PHASES, PgoContext, pgo_phases
 from .stages.smoke import SmokeContext, smoke_phase
 from .targets import target_for
+from .targets.base import engines_suffix
 from .toolchains import ALLOCATORS, require
 from .toolchains import toolchain as find_toolchain
 from .variants import FlagSet, Variant, flags_for
@@ -64,11 +65,13 @@ class BuildRequest:
     # Which build replicate this is (replicates.py): 1 the build itself; k > 1 another training seed
     # (a PGO build: `train` already moved) and layout seed k.
     replicate: int = 1
+    # Storage-engine plugins built beside the server (MariaDB's rocksdb); the build is labelled +NAME.
+    engines: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
         own = (self.label or self.variant.name) + (self.distribution.suffix if self.distribution else "")
-        return replicates.label(own, self.replicate)
+        return replicates.label(own + engines_suffix(self.engines), self.replicate)
 
     def replicate_of(self, k: int) -> "BuildRequest":
         """Replicate k of this build (this one for k = 1)."""
@@ -98,7 +101,7 @@ class Pipeline:
         self.request = request
         self.reporter = reporter or QuietReporter()
         self.variant = request.variant
-        self.target = target_for(request.source.server)
+        self.target = target_for(request.source.server, request.engines)
         self.toolchain = find_toolchain(self.variant.compiler)
         if self.variant.allocator:    # refused before anything is built, with the package that has it
             require(f"{self.variant.allocator} library")
@@ -194,7 +197,8 @@ class Pipeline:
         imports, makes = self.chain.imports, owner is self
         expected = profile_file.expected_identity(
             self.request.source.server, content_digest(self.request.source.path, self.source_digest),
-            profile_file.instrumented_name(self.variant, self.request.distribution), self.toolchain.versions()) \
+            profile_file.instrumented_name(self.variant, self.request.distribution, self.request.engines),
+            self.toolchain.versions()) \
             if imports and makes else None
         return PgoContext(
             compile=self.compile_context(), tool=self.profile_tool, profile_dir=self.profile_dir,
@@ -241,6 +245,8 @@ class Pipeline:
             versions = self.toolchain.versions()
             start = digest(__version__, self.source_digest, self.variant.name, versions,
                            self.request.configure_args, self.request.source.server)
+            if self.request.engines:           # (none keeps the digests of builds made before --engine)
+                start = digest(start, "engines", *self.request.engines)
             if self.request.replicate > 1:     # (replicate 1 keeps the digests of builds made before replicates)
                 start = digest(start, f"replicate {self.request.replicate}")
                 self.toolchain.family.prepare_layout_seed(self.request.replicate, self.layout.layout_seed_dir)
@@ -308,6 +314,7 @@ class Pipeline:
             profile_check=json.loads(check.read_text()) if check.exists() else None,
             distribution=self.request.distribution.as_dict() if self.request.distribution else None,
             replicate=self.request.replicate,
+            engines=list(self.request.engines),
             layout_seed=self.toolchain.family.layout_seed_method if self.request.replicate > 1 else None,
         )
         record.save()
@@ -337,7 +344,7 @@ def train_profile(request: BuildRequest, out: Path, reporter: Reporter | None = 
     return profile_file.write(
         out, pipeline.profile_tool.read_files(pipeline.profile_dir), server=request.source.server,
         source_digest=content_digest(request.source.path, pipeline.source_digest),
-        instrumented_variant=profile_file.instrumented_name(variant, request.distribution),
+        instrumented_variant=profile_file.instrumented_name(variant, request.distribution, request.engines),
         compiler=pipeline.toolchain.versions(), source_version=request.source.version, training=request.train.label,
         made_by=f"{variant.name}'s training of {instrumented.variant.name} (binary {file_digest(binary)[:12]})",
         source_root=str(request.source.path))

@@ -293,6 +293,9 @@ def build_cmd(
         help="configure like Debian's package of this server (its paths and features), as `pgolab package` "
              "needs; built beside the plain build, labelled +debian"),
     replicates: int = REPLICATES_OPTION,
+    engine: list[str] = typer.Option([], "--engine", metavar="NAME",
+                                      help="also build this storage-engine plugin (MariaDB: rocksdb), which the "
+                                           "training covers; labelled +NAME (repeatable)"),
 ) -> None:
     """Build variants; a PGO variant runs the whole pipeline (instrument, train, merge, optimize)."""
     tree = _resolve_source(source_arg)
@@ -319,7 +322,7 @@ def build_cmd(
     for v, k in ((v, k) for v in parsed for k in range(1, replicates + 1)):
         request = BuildRequest(tree, v, spec, jobs=jobs, extra_args=list(cmake_arg), use_ccache=not no_ccache,
                                smoke=not no_smoke, label=label, profile_file=profile.absolute() if profile else None,
-                               distribution=distribution,
+                               distribution=distribution, engines=tuple(e.lower() for e in engine),
                                stale_min_match=min_profile_match / 100 if stale_profile else None).replicate_of(k)
         console.rule(f"{request.name}: {v.describe()}" + (f"; replicate {k} of {replicates}" if replicates > 1 else ""))
         with _progress_display() as progress:

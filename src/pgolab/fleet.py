@@ -113,7 +113,7 @@ class Fleet:
         if t.installation.run_as:
             chown_tree(rundir, t.installation.run_as)
         server = ServerProcess(t.installation, self.datadir(label, mode), rundir, self.runner(label),
-                               options=[*self.options.server_options, *extra_options], env=dict(t.env),
+                               options=[*server_options(t, self.options), *extra_options], env=dict(t.env),
                                wrapper=wrapper)
         server.start(timeout=timeout)
         self.servers[label] = server
@@ -141,6 +141,12 @@ class Fleet:
         finally:
             for rundir in self.rundirs:
                 shutil.rmtree(rundir, ignore_errors=True)
+
+
+def server_options(target: BenchTarget, options: BenchOptions) -> list[str]:
+    """A target's server options in a run: the user's, and what makes the run's engine available."""
+    engine = target.installation.engine_options(options.engine) if options.engine else []
+    return [*options.server_options, *engine]
 
 
 def check_engine(target: BenchTarget, server: ServerProcess, engine: str) -> None:
@@ -181,7 +187,7 @@ def prepare_golden(base: BenchTarget, workdir: Path, options: BenchOptions, runn
     if inst.run_as:
         chown_tree(rundir, inst.run_as)
     try:
-        with ServerProcess(inst, golden, rundir, runner, options=list(options.server_options),
+        with ServerProcess(inst, golden, rundir, runner, options=server_options(base, options),
                            env=dict(base.env)) as server:
             server.ensure_database(BENCH_DATABASE)
             if options.engine:

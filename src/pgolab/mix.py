@@ -248,10 +248,10 @@ class MySQLMix(_Mix):
                 "Aria_pagecache_read_requests", "Key_read_requests", "Handler_read_key", "Handler_read_next",
                 "Handler_write")
 
-    def __init__(self, socket: str, options: MixOptions, server: str = "mariadb"):
+    def __init__(self, socket: str, options: MixOptions, server: str = "mariadb", extra_engines: tuple[str, ...] = ()):
         self.socket = socket
         self.server = server
-        self.engines = ENGINES[server]
+        self.engines = ENGINES[server] + extra_engines     # (extra: the build's plugin engines)
         self.binlog_modes: tuple[str, ...] = BINLOG_MODES   # narrowed to what the server accepts
         self.session_mode: dict[int, str] = {}               # worker -> binlog mode its session is in
         self.prepared: dict[int, dict[str, tuple]] = {}      # id(connection) -> text -> (prepared cursor, text)

@@ -22,6 +22,7 @@ from .host import Host
 from .profiles import ProfileTool, files_digest
 from .record import BuildRecord
 from .sources import content_digest
+from .targets.base import engines_suffix
 from .stored import known_fields
 from .toolchains import toolchain
 from .variants import parse as parse_variant
@@ -78,10 +79,10 @@ def expected_identity(server: str, source_digest: str, instrumented_variant: str
     return ProfileIdentity(server, source_digest, instrumented_variant, compiler, "", "", "", 0, 0, "")
 
 
-def instrumented_name(variant, distribution) -> str:
+def instrumented_name(variant, distribution, engines=()) -> str:
     """The instrumented build a profile comes from, as its identity names it: configured like the
-    distribution's package, its objects differ (other features compiled in), so its name says so."""
-    return variant.instrumented().name + (distribution.suffix if distribution else "")
+    distribution's package, or with engine plugins, its objects differ, so its name says so."""
+    return variant.instrumented().name + (distribution.suffix if distribution else "") + engines_suffix(engines)
 
 
 def require_own_profile(variant, name: str, command) -> None:
@@ -101,7 +102,7 @@ def export_build(label: str, source: Path | None, out: Path) -> ProfileIdentity:
     record = BuildRecord.find(label, source)
     variant = parse_variant(record.variant)
     require_own_profile(variant, label, lambda name: f"pgolab profile export {name}")
-    return export(record, instrumented_name(variant, record.distribution_build), toolchain(variant.compiler).profile,
+    return export(record, instrumented_name(variant, record.distribution_build, record.engines), toolchain(variant.compiler).profile,
                   record.dir / "profile", out)
 
 

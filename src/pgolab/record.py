@@ -20,8 +20,9 @@ from .stored import known_fields
 
 RECORD_FILE = "build.json"
 # build.json's format: 1 had no version field; 2 adds it; 3 adds code_bytes and bolt; 4 adds
-# binary_digest; 5 adds distribution; 6 adds replicate and layout_seed. A newer file is refused, not misread.
-RECORD_VERSION = 6
+# binary_digest; 5 adds distribution; 6 adds replicate and layout_seed; 7 adds engines. A newer file is
+# refused, not misread.
+RECORD_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,8 @@ class BuildRecord:
     # replicate 1, the build as the variant makes it).
     replicate: int = 1
     layout_seed: str | None = None
+    # Storage-engine plugins built with the server ([] none, or recorded before version 7).
+    engines: list[str] = field(default_factory=list)
     record_version: int = RECORD_VERSION
     kind = "variant"      # a run's target that pgolab built
 
@@ -123,6 +126,8 @@ class BuildRecord:
     def summary(self) -> str:
         """One line for a run's targets table: what it is, its training, its profile's overlap."""
         text = self.description
+        if self.engines:
+            text += f"; with the engine plugin{'s' if len(self.engines) > 1 else ''} {', '.join(self.engines)}"
         if self.training:
             text += f"; trained with {self.training}"
         if self.overlap:

@@ -3,9 +3,10 @@
 `--train` takes one load or several joined by commas, run in order in one
 training run: mix (the built-in broad mix, default), mix-noselect (the same
 without any SELECT), sysbench (sysbench's oltp scripts), none (start and stop
-only), or script:PATH where PATH is a .sql file (fed to the client), a .lua
-file (a sysbench script) or any executable (it gets the socket and client
-settings in its environment).
+only), or script:PATH where PATH is a .sql file (run as `bench --micro` runs
+it: its statements in a loop on one connection, over sysbench's tables loaded
+first), a .lua file (a sysbench script) or any executable (it gets the socket
+and client settings in its environment).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from .errors import PgolabError
 from .mix import MIX_REVISION, MixOptions
+from .suite import lua_dir
 from .runner import Runner
 from .server import ServerProcess
 
@@ -139,11 +141,13 @@ def run_load(server: ServerProcess, load: str, spec: TrainingSpec, runner: Runne
         return report.describe()
     server.ensure_database(TRAIN_DATABASE)
     common = sysbench_common(server, spec)
-    if load == "sysbench":
+    path = Path(load[len("script:"):])
+    if load == "sysbench" or path.suffix == ".sql":
         runner.run(["sysbench", "oltp_read_write", *common, f"--threads={spec.client_threads}", "cleanup"],
                    what="sysbench cleanup", check=False)
         runner.run(["sysbench", "oltp_read_write", *common, f"--threads={spec.client_threads}", "prepare"],
                    what="sysbench prepare")
+    if load == "sysbench":
         # Point and range selects, index and non-index updates, deletes and inserts, with and
         # without prepared statements, then plain inserts.
         share = seconds // 3
@@ -156,9 +160,12 @@ def run_load(server: ServerProcess, load: str, spec: TrainingSpec, runner: Runne
                     f"--time={max(seconds - 2 * share, 1)}", "--report-interval=10", "run"],
                    what="sysbench oltp_insert")
         return f"sysbench: oltp_read_write (prepared and not), oltp_insert, {seconds}s"
-    path = Path(load[len("script:"):])
     if path.suffix == ".sql":
-        server.query(path.read_text(), database=TRAIN_DATABASE, what=f"training script {path.name}")
+        # The file's own microbenchmark as training (the version-series study trained its statement
+        # with itself): one connection, as --micro runs it, since its statements may race at several.
+        runner.run(["sysbench", str(lua_dir() / "pgolab_sql.lua"), f"--sql-file={path}", *common, "--threads=1",
+                    f"--time={seconds}", "--report-interval=10", "run"], what=f"sysbench {path.name}")
+        return f"script {path}: its statements in a loop, {seconds}s"
     elif path.suffix == ".lua":
         runner.run(["sysbench", str(path), *common, f"--threads={spec.client_threads}", f"--time={seconds}",
                     "run"], what=f"sysbench {path.name}")

@@ -11,11 +11,13 @@ TARGETS = {"mariadb": MariaDBTarget(), "mysql": MySQLTarget(), "postgresql": Pos
 INSTALLATIONS = (MariaDBInstallation, MySQLInstallation, PostgreSQLInstallation)
 
 
-def target_for(server: str):
+def target_for(server: str, engines=()):
+    """The server's recipe; with engines, one that also builds these storage-engine plugins."""
     try:
-        return TARGETS[server]
+        target = TARGETS[server]
     except KeyError:
         raise PgolabError(f"no recipe for server {server!r}", hint=f"supported: {', '.join(TARGETS)}")
+    return target.with_engines(engines) if engines else target
 
 
 def installation_for_binary(path):

@@ -91,6 +91,40 @@ def unprivileged_user() -> str | None:
 
 
 @dataclass(frozen=True)
+class PluginEngine:
+    """A storage engine a server's default build leaves out and builds, when asked, as a loadable
+    plugin (`pgolab build --engine NAME`)."""
+    name: str                  # as --engine names it
+    cmake_option: str          # configured with -D<option>=DYNAMIC
+    build_target: str          # the build target that makes the plugin
+    library: str               # the plugin file, relative to the build folder
+    table_engine: str          # as ENGINE= names it: the training mix gives it tables of its own
+    # The training server's options for it: the mix switches binary-log formats, which an engine may
+    # refuse by default.
+    training_options: tuple[str, ...] = ()
+
+    @property
+    def file_name(self) -> str:
+        return Path(self.library).name
+
+
+def engines_suffix(engines) -> str:
+    """How a build's name says which engine plugins it has: +rocksdb."""
+    return "".join(f"+{e}" for e in engines)
+
+
+def plugin_engines(known: dict[str, PluginEngine], names, server: str) -> tuple[PluginEngine, ...]:
+    """The plugin engines a build asks for, refused by name when the server builds no such plugin."""
+    for name in names:
+        if name not in known:
+            offered = ", ".join(known) or "none"
+            raise PgolabError(f"{server} builds no storage-engine plugin {name!r}",
+                              hint=f"--engine takes a plugin engine of {server}: {offered}; its built-in engines "
+                                   "need no --engine at build time")
+    return tuple(known[n] for n in dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
 class CostEntry:
     """A function collection is toggled on in, as callgrind's pattern (`*` and `?`, matching the
     whole name). The pattern must name one function: callgrind toggles on entry to each match, so a

@@ -14,7 +14,8 @@ from ..errors import PgolabError
 from ..runner import Runner
 from ..variants import FlagSet, Variant
 from ..mix import MixOptions, MySQLMix
-from .base import Cmd, CostEntry, cmake_build_folder, cmake_flags_include, cmake_source_folder, cmake_tool_args
+from .base import (Cmd, CostEntry, PluginEngine, cmake_build_folder, cmake_flags_include, cmake_source_folder,
+                   cmake_tool_args, plugin_engines)
 
 # The one place that says what a pgolab MariaDB build leaves out. InnoDB, Aria
 # and MyISAM stay; edit this list (or pass --cmake-arg) to change it.
@@ -40,6 +41,15 @@ MARIADB_CMAKE_OPTIONS: dict[str, str] = {
     "WITH_SSL": "system",
     "WITH_ZLIB": "system",
 }
+
+# Engines a pgolab build leaves out and builds as plugins when asked (--engine). MyRocks refuses
+# statement-based binary logging unless told it may.
+MARIADB_PLUGIN_ENGINES = {
+    "rocksdb": PluginEngine("rocksdb", "PLUGIN_ROCKSDB", "rocksdb", "storage/rocksdb/ha_rocksdb.so", "RocksDB",
+                            training_options=("--loose-rocksdb-unsafe-for-binlog=ON",)),
+}
+# Where Debian's packages put server plugins (mariadb-plugin-rocksdb's ha_rocksdb.so among them).
+SYSTEM_PLUGIN_DIR = Path("/usr/lib/mysql/plugin")
 
 # The server, and what initialising and administering a data directory needs
 # (the bootstrap SQL scripts are written by configure).
@@ -120,6 +130,14 @@ class MariaDBTarget:
     server = "mariadb"
     server_program = "mariadbd"
     build_tree_server = "sql/mariadbd"     # where a CMake build folder has the server
+    PLUGIN_ENGINES = MARIADB_PLUGIN_ENGINES
+
+    def __init__(self, engines: tuple[PluginEngine, ...] = ()):
+        self.engines = engines      # plugin engines this build makes beside the server
+
+    def with_engines(self, names) -> "MariaDBTarget":
+        """This recipe, building these plugin engines too."""
+        return type(self)(plugin_engines(self.PLUGIN_ENGINES, names, self.server))
 
     def installed_tree(self, install_dir: Path) -> Path:
         """Everything the install wrote."""
@@ -194,7 +212,8 @@ class MariaDBTarget:
         # A build like Debian's takes Debian's line whole (in extra_args): pgolab's smaller build would
         # leave out what Debian's mariadbd has (Galera's wsrep, for one). Only the server's targets
         # are built either way, so the plugins Debian packages apart cost configure time only.
-        return [] if like_distribution else [f"-D{k}={v}" for k, v in MARIADB_CMAKE_OPTIONS.items()]
+        own = [] if like_distribution else [f"-D{k}={v}" for k, v in MARIADB_CMAKE_OPTIONS.items()]
+        return own + [f"-D{e.cmake_option}=DYNAMIC" for e in self.engines]
 
     def build(self, build_dir: Path, jobs: int, flags: FlagSet) -> list[Cmd]:
         # Through cmake, whichever generator configured the folder (Ninja, or make for a build like Debian's).
@@ -202,7 +221,7 @@ class MariaDBTarget:
                      *self.build_targets(build_dir)], what="cmake --build")]
 
     def build_targets(self, build_dir: Path) -> list[str]:
-        return MARIADB_BUILD_TARGETS
+        return MARIADB_BUILD_TARGETS + [e.build_target for e in self.engines]
 
     def install(self, tree: Path, build_dir: Path, install_dir: Path, runner: Runner,
                 flags: FlagSet) -> None:
@@ -218,6 +237,10 @@ class MariaDBTarget:
                 raise PgolabError(f"build produced no {rel}", log=runner.log_path,
                                   hint="the build did not finish; run the same command again")
             shutil.copy2(src, install_dir / "bin" / name)
+        if self.engines:
+            (install_dir / "lib" / "plugin").mkdir(parents=True)
+        for engine in self.engines:
+            shutil.copy2(build_dir / engine.library, install_dir / "lib" / "plugin" / engine.file_name)
         shutil.copytree(build_dir / "sql" / "share", install_dir / "share", symlinks=True)
         (install_dir / "pgolab-source").write_text(f"{tree}\n{build_dir}\n")
 
@@ -259,7 +282,8 @@ class MariaDBTarget:
         return MariaDBInstallation(server_binary=self.server_binary(install_dir),
                                    bin_dir=install_dir / "bin",
                                    lc_messages_dir=install_dir / "share",
-                                   install_db=build_tree_install_db(tree, build_dir))
+                                   install_db=build_tree_install_db(tree, build_dir),
+                                   plugin_dir=install_dir / "lib" / "plugin")
 
 
 def build_tree_install_db(tree: Path, build_dir: Path) -> list[str]:
@@ -276,7 +300,10 @@ class MariaDBInstallation:
     bin_dir: Path
     lc_messages_dir: Path | None
     install_db: list[str]
+    # Its plugins (a pgolab build's own, made with --engine; Debian's); None: the server's compiled-in default.
+    plugin_dir: Path | None = None
     server: str = "mariadb"
+    PLUGIN_ENGINES = MARIADB_PLUGIN_ENGINES
     run_as: str | None = None   # mariadbd runs as root with --user=root
     # Cost mode counts only statement execution: callgrind collects inside these functions.
     cost_entry_points: tuple[CostEntry, ...] = (CostEntry("dispatch_command(*)"),
@@ -295,7 +322,7 @@ class MariaDBInstallation:
         if not binary.exists():
             raise PgolabError(f"{binary} not found", hint="apt-get install mariadb-server")
         return cls(server_binary=binary, bin_dir=Path("/usr/bin"), lc_messages_dir=None,
-                   install_db=["/usr/bin/mariadb-install-db", "--basedir=/usr"])
+                   install_db=["/usr/bin/mariadb-install-db", "--basedir=/usr"], plugin_dir=SYSTEM_PLUGIN_DIR)
 
     @classmethod
     def from_binary(cls, path: Path) -> "MariaDBInstallation":
@@ -312,6 +339,8 @@ class MariaDBInstallation:
         share = path.parent.parent / "share"
         if (share / "english" / "errmsg.sys").exists():
             installation.lc_messages_dir = share
+        if (path.parent.parent / "lib" / "plugin").is_dir():      # a pgolab install tree's own plugins
+            installation.plugin_dir = path.parent.parent / "lib" / "plugin"
         return installation
 
     def with_server_binary(self, binary: Path) -> "MariaDBInstallation":
@@ -340,7 +369,19 @@ class MariaDBInstallation:
                 "--innodb-buffer-pool-size=512M", *self.user_args()]
         if self.lc_messages_dir:
             argv.append(f"--lc-messages-dir={self.lc_messages_dir}")
+        if self.plugin_dir and self.plugin_dir != SYSTEM_PLUGIN_DIR and self.plugin_dir.is_dir():
+            argv.append(f"--plugin-dir={self.plugin_dir}")
         return argv + options
+
+    def plugin_engines(self) -> list[PluginEngine]:
+        """The plugin engines this server can load: those whose plugin file its plugin folder has."""
+        return [e for e in self.PLUGIN_ENGINES.values()
+                if self.plugin_dir and (self.plugin_dir / e.file_name).is_file()]
+
+    def engine_options(self, engine: str) -> list[str]:
+        """What the server starts with so that its tables can be of this engine: a plugin engine is
+        loaded (a built-in one needs nothing)."""
+        return [f"--plugin-load-add={e.file_name}" for e in self.plugin_engines() if e.name == engine]
 
     def valgrind_options(self) -> list[str]:
         """Under valgrind: no io_uring/libaio (InnoDB hangs at start), and a buffer pool whose
@@ -354,11 +395,14 @@ class MariaDBInstallation:
         return rundir / "error.log"
 
     def training_options(self, datadir: Path) -> list[str]:
-        """The training mix covers binary log formats, so the training server logs binlogs."""
-        return [f"--log-bin={datadir}/pgolab-binlog", "--server-id=1"]
+        """The training mix covers binary log formats, so the training server logs binlogs; it loads
+        the build's plugin engines, which the mix gives tables too."""
+        engines = [o for e in self.plugin_engines() for o in (f"--plugin-load-add={e.file_name}", *e.training_options)]
+        return [f"--log-bin={datadir}/pgolab-binlog", "--server-id=1", *engines]
 
     def training_mix(self, rundir: Path, options: MixOptions) -> MySQLMix:
-        return MySQLMix(str(self.socket(rundir)), options, server=self.server)
+        return MySQLMix(str(self.socket(rundir)), options, server=self.server,
+                        extra_engines=tuple(e.table_engine for e in self.plugin_engines()))
 
     def client_argv(self, rundir: Path, sql: str, database: str | None = None) -> list[str]:
         argv = [self._tool("mariadb"), "--no-defaults", f"--socket={self.socket(rundir)}", "-uroot",
@@ -382,8 +426,8 @@ class MariaDBInstallation:
         return "SELECT VERSION()"
 
     # What adds an engine this server lacks: MariaDB builds MyRocks as a plugin (Debian packages it).
-    ENGINE_HINTS = {"rocksdb": "install mariadb-plugin-rocksdb (Debian) or build with -DPLUGIN_ROCKSDB=YES, and pass "
-                               "--server-option=--plugin-load-add=ha_rocksdb",
+    ENGINE_HINTS = {"rocksdb": "build it in with `pgolab build --engine rocksdb` (MyRocks as a plugin); for Debian's "
+                               "mariadbd, apt-get install mariadb-plugin-rocksdb",
                     "aria": "build with -DPLUGIN_ARIA=YES (MariaDB's default)"}
 
     def engine_load_args(self, engine: str) -> list[str]:

@@ -46,6 +46,7 @@ class MySQLTarget(MariaDBTarget):
     server = "mysql"
     server_program = "mysqld"
     build_tree_server = "runtime_output_directory/mysqld"
+    PLUGIN_ENGINES = {}       # InnoDB and MyISAM are built in; MySQL has no MyRocks
 
     def distribution_build(self, tree, runner) -> DistributionBuild:
         raise PgolabError("Debian 12 has no MySQL server package for a drop-in build to replace (its mysql-9.7 "
@@ -102,6 +103,7 @@ class MySQLTarget(MariaDBTarget):
 @dataclass
 class MySQLInstallation(MariaDBInstallation):
     server: str = "mysql"
+    PLUGIN_ENGINES = {}
     binary_name = "mysqld"
 
     @classmethod

@@ -13,7 +13,7 @@ from ..runner import Runner
 from ..sources import SourceTree
 from ..variants import FlagSet, Variant
 from ..mix import MixOptions, PostgreSQLMix
-from .base import Cmd, CostEntry, unprivileged_user
+from .base import Cmd, CostEntry, plugin_engines, unprivileged_user
 
 POSTGRESQL_CONFIGURE_OPTIONS = ["--without-icu", "--without-readline", "--without-llvm"]
 
@@ -140,6 +140,11 @@ exec "$here/{bindir}/initdb" -D "$1" -E UTF8 --locale=C
 class PostgreSQLTarget:
     server = "postgresql"
     server_program = "postgres"
+    PLUGIN_ENGINES = {}       # one table storage (heap) here
+
+    def with_engines(self, names) -> "PostgreSQLTarget":
+        plugin_engines(self.PLUGIN_ENGINES, names, self.server)     # refuses every name
+        return self
 
     def adapt_flags(self, variant: Variant, flags: FlagSet) -> FlagSet:
         """configure's own optimisation is -O2; `rel` (Release) means -O3, added in front
@@ -358,6 +363,9 @@ class PostgreSQLInstallation:
                 "--pgsql-user=postgres", f"--pgsql-db={database}"]
 
     def engine_load_args(self, engine: str) -> list[str]:
+        return []
+
+    def engine_options(self, engine: str) -> list[str]:
         return []
 
     def engine_missing(self, server, engine: str) -> str | None:
