@@ -222,10 +222,17 @@ def test_tables_load_in_the_engine_asked_and_a_missing_engine_is_refused_with_wh
     # Aria keeps a table in .MAD and .MAI files (InnoDB: .ibd).
     assert (bench.paths.runs_dir() / "aria" / "golden" / "sbtest" / "sbtest1.MAI").exists()
     assert store.run("aria").identity["options"]["engine"] == "aria"
+    # MyRocks is a plugin: Debian's (mariadb-plugin-rocksdb, which setup installs) is loaded for the run.
+    rocks = bench.BenchOptions(**{**options.as_dict(), "engine": "rocksdb"})
+    run_id = bench.run_bench(store, "rocks", "a", [debian_mariadb("a"), debian_mariadb("b")], rocks, "test")
+    assert len(store.samples(run_id)) == 2
+    assert (bench.paths.runs_dir() / "rocks" / "golden" / "#rocksdb").is_dir()
+    # A server whose plugin folder lacks it is refused, with what adds it.
+    bare = debian_mariadb("a")
+    bare.installation.plugin_dir = tmp_path
     with pytest.raises(PgolabError, match="a has no storage engine rocksdb") as refused:
-        bench.run_bench(store, "rocks", "a", [debian_mariadb("a"), debian_mariadb("b")],
-                        bench.BenchOptions(**{**options.as_dict(), "engine": "rocksdb"}), "test")
-    assert "mariadb-plugin-rocksdb" in refused.value.hint
+        bench.run_bench(store, "rocks-bare", "a", [bare, debian_mariadb("b")], rocks, "test")
+    assert "mariadb-plugin-rocksdb" in refused.value.hint and "--engine rocksdb" in refused.value.hint
     pg = [bench.BenchTarget(l, "binary", PostgreSQLInstallation.system("15"), BinaryInfo("", "15", ""))
           for l in ("pg-a", "pg-b")]
     with pytest.raises(PgolabError, match="pg-a has no storage engine myisam"):

@@ -1,0 +1,60 @@
+"""Storage-engine plugins a build makes when asked (pgolab build --engine): the recipe's configure
+option, build target and install, the build's name, and what a server with the plugin starts with.
+The real plugin: Debian's in test_bench's engine test, a built one in docs/results/mariadb-10.11-workloads."""
+
+from pathlib import Path
+
+import pytest
+
+from pgolab import variants
+from pgolab.build import BuildRequest
+from pgolab.errors import PgolabError
+from pgolab.mix import MixOptions, MySQLMix
+from pgolab.profile_file import instrumented_name
+from pgolab.sources import SourceTree
+from pgolab.targets import MariaDBInstallation, target_for
+from pgolab.workloads import TrainingSpec
+
+
+def test_a_mariadb_build_with_rocksdb_configures_builds_and_names_the_plugin():
+    target = target_for("mariadb", ("rocksdb",))
+    options = target.recipe_options(variants.parse("rel_o2nofp"), Path("/src"), None)
+    # pgolab's own list leaves MyRocks out; the engine's option comes later on the line, so it wins.
+    assert options.index("-DPLUGIN_ROCKSDB=NO") < options.index("-DPLUGIN_ROCKSDB=DYNAMIC")
+    assert target.recipe_options(variants.parse("rel_o2nofp"), Path("/src"), None, like_distribution=True) == \
+        ["-DPLUGIN_ROCKSDB=DYNAMIC"]
+    assert "rocksdb" in target.build_targets(Path("/b")) and "rocksdb" not in target_for("mariadb").build_targets(Path("/b"))
+    tree = SourceTree(Path("/src"), "mariadb", "10.11.18")
+    request = BuildRequest(tree, variants.parse("rel_lto_pgo_use_clang"), TrainingSpec(), engines=("rocksdb",))
+    assert request.name == "rel_lto_pgo_use_clang+rocksdb"
+    assert request.replicate_of(2).name == "rel_lto_pgo_use_clang+rocksdb+r2"
+    # Its profile comes from an instrumented build with the plugin: an identity of its own.
+    assert instrumented_name(request.variant, None, request.engines) == "rel_lto_pgo_gen_clang+rocksdb"
+
+
+@pytest.mark.parametrize("server, name", [("postgresql", "rocksdb"), ("mysql", "rocksdb"), ("mariadb", "innodb")])
+def test_an_engine_the_server_builds_no_plugin_of_is_refused_with_what_it_offers(server, name):
+    with pytest.raises(PgolabError, match=f"{server} builds no storage-engine plugin '{name}'") as refused:
+        target_for(server, (name,))
+    assert "--engine" in refused.value.hint
+
+
+def test_a_server_with_the_plugin_file_loads_it_for_the_engine_and_its_training_covers_it(tmp_path):
+    plugins = tmp_path / "lib" / "plugin"     # a build without --engine has no such folder
+    inst = MariaDBInstallation(Path("/b/mariadbd"), Path("/b"), None, [], plugin_dir=plugins)
+    assert inst.engine_options("rocksdb") == [] and inst.plugin_engines() == []
+    assert not any("--plugin-dir" in a for a in inst.start_argv(tmp_path, tmp_path, []))
+    plugins.mkdir(parents=True)
+    (plugins / "ha_rocksdb.so").touch()
+    assert inst.engine_options("rocksdb") == ["--plugin-load-add=ha_rocksdb.so"]
+    assert inst.engine_options("innodb") == []
+    assert f"--plugin-dir={plugins}" in inst.start_argv(tmp_path / "data", tmp_path / "run", [])
+    training = inst.training_options(tmp_path / "data")
+    assert "--plugin-load-add=ha_rocksdb.so" in training and "--loose-rocksdb-unsafe-for-binlog=ON" in training
+    mix = inst.training_mix(tmp_path, MixOptions(seconds=1))
+    assert mix.engines == ("InnoDB", "Aria", "MyISAM", "RocksDB")
+    assert ("mix_rocksdb_t", "mix_rocksdb_u") in mix.tables()
+    # Debian's server is found in Debian's plugin folder, given no --plugin-dir.
+    system = MariaDBInstallation.system() if Path("/usr/sbin/mariadbd").exists() else None
+    if system is not None:
+        assert not any(a.startswith("--plugin-dir") for a in system.start_argv(tmp_path, tmp_path, []))
