@@ -41,7 +41,10 @@ def test_mix_on_debian_mariadb_covers_every_class(tmp_path):
     assert report.errors == []
     assert set(report.counts) == set(CLASSES) | {"ddl"}
     assert report.counts["ddl"] == 10
-    for engine in ENGINES["mariadb"]:
+    # Debian's MyRocks plugin (setup installs it) is loaded for the training and given tables too.
+    plugins = tuple(e.table_engine for e in MariaDBInstallation.system().plugin_engines())
+    assert plugins == ("RocksDB",)
+    for engine in ENGINES["mariadb"] + plugins:
         assert report.coverage[f"mix_{engine.lower()}_t"] > 0
     for mode in ("off", "STATEMENT", "MIXED", "ROW"):
         assert report.coverage[f"binlog_{mode}"] > 0
@@ -63,8 +66,9 @@ def test_mix_on_debian_mariadb_covers_every_class(tmp_path):
     # these options: Com_stmt_prepare 126, Com_stmt_reprepare 0, Com_stmt_execute 3275 (26 executes
     # per prepare). With the DDL on the statements' tables it was 1043, 917 and 4192 (MariaDB counts
     # a re-prepare in Com_stmt_prepare and its execution twice in Com_stmt_execute): 4 per prepare.
+    # With MyRocks's tables as a fourth engine: 168 prepares, 3275 executes (19.5 per prepare).
     assert c["Com_stmt_reprepare"] * 50 <= c["Com_stmt_prepare"], c
-    assert c["Com_stmt_execute"] >= 20 * c["Com_stmt_prepare"], c
+    assert c["Com_stmt_execute"] >= 15 * c["Com_stmt_prepare"], c
     statements = sum(report.counts.values())
     assert c["Com_set_option"] < statements / 2, (c["Com_set_option"], statements)
 
