@@ -1,6 +1,7 @@
 """The training mix against Debian's mariadbd and PostgreSQL: every class it claims ran,
 without error, as the servers' own counters show."""
 
+import re
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -11,7 +12,7 @@ from pgolab.mix import CLASSES, ENGINES, MixOptions
 from pgolab.runner import Runner
 from pgolab.server import ServerProcess, initialize_datadir
 from pgolab.targets import MariaDBInstallation, PostgreSQLInstallation
-from pgolab.workloads import parse_train, run_mix
+from pgolab.workloads import TRAIN_DATABASE, parse_train, run_mix, run_training
 
 from conftest import need
 
@@ -196,3 +197,25 @@ def test_postgresql_s_ddl_table_is_made_again_before_its_dropped_columns_reach_t
     # mix_t's 5 columns, and one dropped column for each of runs 10, 11 and 12.
     assert top == 5 + 3
     assert PostgreSQLMix.DDL_RENEWAL == 5 and 1000 + 5 < 1600
+
+
+@pytest.mark.slow
+def test_a_sql_training_script_runs_its_statements_in_a_loop_over_sysbench_tables(tmp_path):
+    """`--train script:FILE.sql` trains with the file as `bench --micro` runs it: sysbench's tables
+    loaded first, the statements repeated for the load's seconds (the study trained its statement
+    with itself)."""
+    need("mariadbd")
+    need("sysbench")
+    example = Path(__file__).parent.parent / "examples" / "insert-select.sql"
+    spec = parse_train(f"script:{example}", 3)
+    server, runner = started(MariaDBInstallation.system(), tmp_path)
+    with server:
+        summary = run_training(server, spec, runner)
+        copied = server.query("SELECT COUNT(*) FROM pgolab_copy", database=TRAIN_DATABASE, what="count")
+    assert summary == [f"script {example}: its statements in a loop, 3s"]
+    assert copied == "1000"
+    log = runner.log_path.read_text()
+    assert "oltp_read_write" in log and "prepare" in log and f"--sql-file={example}" in log
+    # More than one event in the 3 seconds: the file ran in a loop, not once.
+    events = re.search(r"total number of events:\s*(\d+)", log)
+    assert events and int(events.group(1)) > 1, log[-2000:]
