@@ -102,8 +102,8 @@ def export_build(label: str, source: Path | None, out: Path) -> ProfileIdentity:
     record = BuildRecord.find(label, source)
     variant = parse_variant(record.variant)
     require_own_profile(variant, label, lambda name: f"pgolab profile export {name}")
-    return export(record, instrumented_name(variant, record.distribution_build, record.engines), toolchain(variant.compiler).profile,
-                  record.dir / "profile", out)
+    return export(record, instrumented_name(variant, record.distribution_build, record.engines),
+                  toolchain(variant.compiler).profile, record.dir / "profile", out)
 
 
 def export(record: BuildRecord, instrumented_variant: str, tool: ProfileTool, profile_dir: Path,
