@@ -86,12 +86,10 @@ class ProfileTool(Protocol):
     def check_used(self, build_dir: Path, profile_dir: Path, build_log: Path) -> ConsumptionCheck: ...
     def profile_functions(self, profile_dir: Path, runner: Runner) -> int:
         """How many functions the profile holds counts for (a stale profile's match share's base)."""
-    def relocation(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner,
-                   build_dir: Path) -> Relocation:
-        """How the profile's names by file map onto `tree` built in `build_dir` (profiles/relocation.py)."""
     def relocate(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner,
-                 build_dir: Path) -> Relocation:
-        """The profile's names by file moved onto `tree` built in `build_dir`, in place; what moved."""
+                 build_dir: Path, write: bool = True) -> Relocation:
+        """The profile's names by file moved onto `tree` built in `build_dir`, in place (write=False:
+        only planned); what moved (profiles/relocation.py)."""
     def function_weights(self, profile_dir: Path, build_dir: Path, runner: Runner,
                          scratch: Path) -> dict[str, int]: ...
     def overlap_figure(self, training: Path, benchmark: Path, runner: Runner) -> str | None: ...

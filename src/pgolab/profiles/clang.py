@@ -99,17 +99,13 @@ class ClangProfile:
         return runner.run([self.profdata, "merge", "--text", "-o", "-", str(profile_dir / MERGED_PROFILE)],
                           what="llvm-profdata merge --text", log_output=False).output
 
-    def relocation(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner,
-                   build_dir: Path) -> Relocation:
-        return plan(function_names(self._text(profile_dir, runner)), tree, recorded_root, build_dir)
-
     def relocate(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner,
-                 build_dir: Path) -> Relocation:
+                 build_dir: Path, write: bool = True) -> Relocation:
         """The profile's functions named by a file of another tree renamed to this one's, through the
-        profile's text form (see relocation.py)."""
+        profile's text form (see relocation.py); write=False only says what would move."""
         text = self._text(profile_dir, runner)
         moved = plan(function_names(text), tree, recorded_root, build_dir)
-        if moved.moves:
+        if moved.moves and write:
             with tempfile.TemporaryDirectory(dir=profile_dir.parent) as scratch:
                 relocated = Path(scratch) / "relocated.proftext"
                 relocated.write_text(rewrite(text, moved))

@@ -70,12 +70,8 @@ class GccProfile:
     def read_files(self, profile_dir: Path) -> list[Path]:
         return sorted(profile_dir.glob("*.gcda"))
 
-    def relocation(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner,
-                   build_dir: Path) -> Relocation:
-        return Relocation()
-
     def relocate(self, profile_dir: Path, tree: Path, recorded_root: str, runner: Runner,
-                 build_dir: Path) -> Relocation:
+                 build_dir: Path, write: bool = True) -> Relocation:
         return Relocation()
 
     def digest(self, profile_dir: Path) -> str:

@@ -159,7 +159,7 @@ def check(ctx: PgoContext) -> dict:
     if ctx.stale_min_match is None:
         return result.as_dict()
     runner = ctx.runner("check-profile")
-    names = ctx.tool.relocation(ctx.profile_dir, ctx.compile.source, "", runner, ctx.compile.build_dir)
+    names = ctx.tool.relocate(ctx.profile_dir, ctx.compile.source, "", runner, ctx.compile.build_dir, write=False)
     match = ProfileMatch(ctx.tool.profile_functions(ctx.profile_dir, runner), result.mismatched, names.unread)
     ctx.reporter.message(f"stale profile: {match.describe()}")
     if match.share < ctx.stale_min_match:
