@@ -23,6 +23,7 @@ if step sweep; then
     --suite quick --micro $OLTP_RW --seconds 2 --instances 2 --blocks 2 \
     --run 'mariadb-threads-{binaries}' --store $OUT/results.sqlite --out $OUT/report-threads </dev/null \
     > $OUT/report-threads.txt
+  python3 "$PROOF_DIR/server-cpu-share.py" $OUT/results.sqlite > $OUT/server-cpu-share.txt
 fi
 if step insert-select; then
   $P build "$S" --variant rel_lto_pgo_use_clang --train script:examples/insert-select.sql \
