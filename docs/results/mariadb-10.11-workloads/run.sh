@@ -33,6 +33,14 @@ if step insert-select; then
     --suite none --micro examples/insert-select.sql --measure cost,qps --seconds 2 --instances 2 --blocks 4 \
     --run 'mariadb-insert-select-{binaries}' --store $OUT/results.sqlite --out $OUT/report-insert-select \
     </dev/null > $OUT/report-insert-select.txt
+  # The build trained with the statement itself against the one trained with the mix.
+  run=$(sqlite3 $OUT/results.sqlite "SELECT name FROM runs WHERE name LIKE 'mariadb-insert-select-%' ORDER BY id DESC LIMIT 1")
+  $P report "$run" --store $OUT/results.sqlite --base rel_lto_pgo_use_clang </dev/null > $OUT/insert-select-self-vs-mix.txt
+  # What training with one statement costs everywhere else: the quick suite, cost mode.
+  $P bench --source "$S" --base rel_lto_pgo_use_clang --variant trained-insert-select --variant rel_o2nofp \
+    --suite quick --measure cost --cost-jobs 2 \
+    --run 'mariadb-insert-select-elsewhere-{binaries}' --store $OUT/results.sqlite \
+    --out $OUT/report-insert-select-elsewhere </dev/null > $OUT/report-insert-select-elsewhere.txt
 fi
 if step engines; then
   $P build "$S" --variant rel_o2nofp --variant rel_lto_pgo_use_clang --engine rocksdb </dev/null
