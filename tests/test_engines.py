@@ -58,3 +58,15 @@ def test_a_server_with_the_plugin_file_loads_it_for_the_engine_and_its_training_
     system = MariaDBInstallation.system() if Path("/usr/sbin/mariadbd").exists() else None
     if system is not None:
         assert not any(a.startswith("--plugin-dir") for a in system.start_argv(tmp_path, tmp_path, []))
+
+
+def test_a_binary_given_by_path_loads_its_own_install_tree_s_plugins_and_never_debian_s(tmp_path):
+    """A user's server (or an A/A copy) is not handed Debian's plugins, built for another server."""
+    (tmp_path / "tree" / "bin").mkdir(parents=True)
+    own = tmp_path / "tree" / "bin" / "mariadbd"
+    own.touch()
+    assert MariaDBInstallation.from_binary(own).plugin_dir is None
+    (tmp_path / "tree" / "lib" / "plugin").mkdir(parents=True)
+    assert MariaDBInstallation.from_binary(own).plugin_dir == tmp_path / "tree" / "lib" / "plugin"
+    if Path("/usr/sbin/mariadbd").exists():
+        assert MariaDBInstallation.from_binary(Path("/usr/sbin/mariadbd")).plugin_dir == Path("/usr/lib/mysql/plugin")

@@ -50,6 +50,7 @@ MARIADB_PLUGIN_ENGINES = {
 }
 # Where Debian's packages put server plugins (mariadb-plugin-rocksdb's ha_rocksdb.so among them).
 SYSTEM_PLUGIN_DIR = Path("/usr/lib/mysql/plugin")
+SYSTEM_SERVER = Path("/usr/sbin/mariadbd")
 
 # The server, and what initialising and administering a data directory needs
 # (the bootstrap SQL scripts are written by configure).
@@ -317,7 +318,7 @@ class MariaDBInstallation:
     logs_to_stderr = False                    # mariadbd and mysqld write their own --log-error file
 
     @classmethod
-    def system(cls, binary: Path = Path("/usr/sbin/mariadbd")) -> "MariaDBInstallation":
+    def system(cls, binary: Path = SYSTEM_SERVER) -> "MariaDBInstallation":
         """Debian's packaged server."""
         if not binary.exists():
             raise PgolabError(f"{binary} not found", hint="apt-get install mariadb-server")
@@ -339,8 +340,10 @@ class MariaDBInstallation:
         share = path.parent.parent / "share"
         if (share / "english" / "errmsg.sys").exists():
             installation.lc_messages_dir = share
-        if (path.parent.parent / "lib" / "plugin").is_dir():      # a pgolab install tree's own plugins
-            installation.plugin_dir = path.parent.parent / "lib" / "plugin"
+        # Its install tree's plugins (pgolab's, a binary tarball's); Debian's only for Debian's server.
+        plugins = path.parent.parent / "lib" / "plugin"
+        installation.plugin_dir = plugins if plugins.is_dir() else \
+            SYSTEM_PLUGIN_DIR if path.resolve() == SYSTEM_SERVER.resolve() else None
         return installation
 
     def with_server_binary(self, binary: Path) -> "MariaDBInstallation":
