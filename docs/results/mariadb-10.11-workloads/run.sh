@@ -51,4 +51,5 @@ if step engines; then
       --run "mariadb-engine-$engine-{binaries}" --store $OUT/results.sqlite --out $OUT/report-$engine </dev/null \
       > $OUT/report-$engine.txt
   done
+  python3 "$PROOF_DIR/engines-side-by-side.py" $OUT > $OUT/engines-side-by-side.txt
 fi
