@@ -23,7 +23,8 @@ def test_a_mariadb_build_with_rocksdb_configures_builds_and_names_the_plugin():
     assert options.index("-DPLUGIN_ROCKSDB=NO") < options.index("-DPLUGIN_ROCKSDB=DYNAMIC")
     assert target.recipe_options(variants.parse("rel_o2nofp"), Path("/src"), None, like_distribution=True) == \
         ["-DPLUGIN_ROCKSDB=DYNAMIC"]
-    assert "rocksdb" in target.build_targets(Path("/b")) and "rocksdb" not in target_for("mariadb").build_targets(Path("/b"))
+    assert "rocksdb" in target.build_targets(Path("/b"))
+    assert "rocksdb" not in target_for("mariadb").build_targets(Path("/b"))
     tree = SourceTree(Path("/src"), "mariadb", "10.11.18")
     request = BuildRequest(tree, variants.parse("rel_lto_pgo_use_clang"), TrainingSpec(), engines=("rocksdb",))
     assert request.name == "rel_lto_pgo_use_clang+rocksdb"
