@@ -7,22 +7,26 @@ from pathlib import Path
 import pytest
 
 from pgolab import variants
-from pgolab.build import BuildRequest
+from pgolab.build import BuildRequest, Pipeline
 from pgolab.errors import PgolabError
 from pgolab.mix import MixOptions, MySQLMix
 from pgolab.profile_file import instrumented_name
 from pgolab.sources import SourceTree
 from pgolab.targets import MariaDBInstallation, target_for
-from pgolab.workloads import TrainingSpec
+from pgolab.toolchains import toolchain
+from pgolab.variants import FlagSet
+from pgolab.workloads import TrainingSpec, parse_train
 
 
-def test_a_mariadb_build_with_rocksdb_configures_builds_and_names_the_plugin():
+def test_a_mariadb_build_with_rocksdb_configures_builds_and_names_the_plugin(tmp_path):
     target = target_for("mariadb", ("rocksdb",))
-    options = target.recipe_options(variants.parse("rel_o2nofp"), Path("/src"), None)
-    # pgolab's own list leaves MyRocks out; the engine's option comes later on the line, so it wins.
-    assert options.index("-DPLUGIN_ROCKSDB=NO") < options.index("-DPLUGIN_ROCKSDB=DYNAMIC")
-    assert target.recipe_options(variants.parse("rel_o2nofp"), Path("/src"), None, like_distribution=True) == \
-        ["-DPLUGIN_ROCKSDB=DYNAMIC"]
+    # pgolab's own list leaves MyRocks out; the engine's option comes last on the line (after the
+    # user's --cmake-arg and Debian's line too), so it wins.
+    for like_debian in (False, True):
+        argv = target.configure(tmp_path / "src", tmp_path / "build", toolchain("gcc"), FlagSet([], [], {}),
+                                variants.parse("rel_o2nofp"), ["-DPLUGIN_ROCKSDB=NO"], False,
+                                like_distribution=like_debian)[0].argv
+        assert argv[-1] == "-DPLUGIN_ROCKSDB=DYNAMIC" and "-DPLUGIN_ROCKSDB=NO" in argv
     assert "rocksdb" in target.build_targets(Path("/b"))
     assert "rocksdb" not in target_for("mariadb").build_targets(Path("/b"))
     tree = SourceTree(Path("/src"), "mariadb", "10.11.18")
@@ -31,6 +35,13 @@ def test_a_mariadb_build_with_rocksdb_configures_builds_and_names_the_plugin():
     assert request.replicate_of(2).name == "rel_lto_pgo_use_clang+rocksdb+r2"
     # Its profile comes from an instrumented build with the plugin: an identity of its own.
     assert instrumented_name(request.variant, None, request.engines) == "rel_lto_pgo_gen_clang+rocksdb"
+    # The instrumented build of the chain builds the plugin too, in a folder of its own.
+    pipeline = Pipeline(request, source_digest="0" * 16)
+    assert pipeline.instrumented.request.engines == ("rocksdb",)
+    assert "rocksdb" in pipeline.instrumented.target.build_targets(Path("/b"))
+    assert pipeline.instrumented.dir.name == "rel_lto_pgo_gen_clang+rocksdb"
+    # One build whatever the spelling or repetition of --engine.
+    assert BuildRequest(tree, request.variant, TrainingSpec(), engines=("RocksDB", "rocksdb")).name == request.name
 
 
 @pytest.mark.parametrize("server, name", [("postgresql", "rocksdb"), ("mysql", "rocksdb"), ("mariadb", "innodb")])
@@ -50,8 +61,10 @@ def test_a_server_with_the_plugin_file_loads_it_for_the_engine_and_its_training_
     assert inst.engine_options("rocksdb") == ["--plugin-load-add=ha_rocksdb.so"]
     assert inst.engine_options("innodb") == []
     assert f"--plugin-dir={plugins}" in inst.start_argv(tmp_path / "data", tmp_path / "run", [])
-    training = inst.training_options(tmp_path / "data")
-    assert "--plugin-load-add=ha_rocksdb.so" in training and "--loose-rocksdb-unsafe-for-binlog=ON" in training
+    # Every training loads it, not the mix's alone (a sysbench or a .sql training trains its code too).
+    for load in ("mix", "sysbench", "none"):
+        training = parse_train(load, 10).server_options(inst, tmp_path / "data")
+        assert "--plugin-load-add=ha_rocksdb.so" in training and "--loose-rocksdb-unsafe-for-binlog=ON" in training
     mix = inst.training_mix(tmp_path, MixOptions(seconds=1))
     assert mix.engines == ("InnoDB", "Aria", "MyISAM", "RocksDB")
     assert ("mix_rocksdb_t", "mix_rocksdb_u") in mix.tables()
@@ -71,3 +84,30 @@ def test_a_binary_given_by_path_loads_its_own_install_tree_s_plugins_and_never_d
     assert MariaDBInstallation.from_binary(own).plugin_dir == tmp_path / "tree" / "lib" / "plugin"
     if Path("/usr/sbin/mariadbd").exists():
         assert MariaDBInstallation.from_binary(Path("/usr/sbin/mariadbd")).plugin_dir == Path("/usr/lib/mysql/plugin")
+
+
+class _Cursor:
+    """What the mix asks a server's cursor while it makes its tables: a server without MyRocks."""
+
+    def __init__(self):
+        self.last = ""
+
+    def execute(self, sql):
+        self.last = sql
+
+    def fetchone(self):
+        return ("NO",) if "RocksDB" in self.last else ("YES",)
+
+    def executemany(self, sql, rows):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_the_mix_leaves_out_a_plugin_engine_the_server_did_not_load():
+    mix = MySQLMix("/nowhere.sock", MixOptions(seconds=1, rows=0), extra_engines=("RocksDB",))
+    assert mix.engines[-1] == "RocksDB"
+    cur = _Cursor()
+    mix.create_tables(type("Conn", (), {"cursor": lambda self: cur})(), None)
+    assert mix.engines == ("InnoDB", "Aria", "MyISAM")

@@ -44,7 +44,7 @@ def test_mix_on_debian_mariadb_covers_every_class(tmp_path):
     assert report.counts["ddl"] == 10
     # Debian's MyRocks plugin (setup installs it) is loaded for the training and given tables too.
     plugins = tuple(e.table_engine for e in MariaDBInstallation.system().plugin_engines())
-    assert plugins == ("RocksDB",)
+    assert plugins == ("RocksDB",), "Debian's MyRocks plugin is missing: run scripts/setup-system.sh"
     for engine in ENGINES["mariadb"] + plugins:
         assert report.coverage[f"mix_{engine.lower()}_t"] > 0
     for mode in ("off", "STATEMENT", "MIXED", "ROW"):

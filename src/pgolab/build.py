@@ -68,6 +68,10 @@ class BuildRequest:
     # Storage-engine plugins built beside the server (MariaDB's rocksdb); the build is labelled +NAME.
     engines: tuple[str, ...] = ()
 
+    def __post_init__(self):
+        # One build whatever the spelling or repetition of its engines: one name, one digest.
+        self.engines = tuple(dict.fromkeys(e.lower() for e in self.engines))
+
     @property
     def name(self) -> str:
         own = (self.label or self.variant.name) + (self.distribution.suffix if self.distribution else "")

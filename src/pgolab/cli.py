@@ -229,6 +229,9 @@ TRAIN_CONNECTIONS_OPTION = typer.Option(None, "--train-connections", metavar="N"
                                              "default: each load's own (mix 4, sysbench 2)")
 TRAIN_EVERY_BUILD_OPTION = typer.Option("mix", "--train", metavar="LOADS", help="training load of every PGO and BOLT build")
 JOBS_OPTION = typer.Option(os.cpu_count() or 2, "--jobs", "-j", metavar="N", help="parallel compile jobs")
+ENGINE_OPTION = typer.Option([], "--engine", metavar="NAME",
+                             help="also build this storage-engine plugin (MariaDB: rocksdb), which the training "
+                                  "covers; labelled +NAME (repeatable)")
 REPLICATES_OPTION = typer.Option(1, "--replicates", metavar="N",
                                  help="N independent builds of each variant (labelled V, V+r2, ...): another "
                                       "training seed for PGO, another code layout for every build; a report "
@@ -293,9 +296,7 @@ def build_cmd(
         help="configure like Debian's package of this server (its paths and features), as `pgolab package` "
              "needs; built beside the plain build, labelled +debian"),
     replicates: int = REPLICATES_OPTION,
-    engine: list[str] = typer.Option([], "--engine", metavar="NAME",
-                                      help="also build this storage-engine plugin (MariaDB: rocksdb), which the "
-                                           "training covers; labelled +NAME (repeatable)"),
+    engine: list[str] = ENGINE_OPTION,
 ) -> None:
     """Build variants; a PGO variant runs the whole pipeline (instrument, train, merge, optimize)."""
     tree = _resolve_source(source_arg)
@@ -322,7 +323,7 @@ def build_cmd(
     for v, k in ((v, k) for v in parsed for k in range(1, replicates + 1)):
         request = BuildRequest(tree, v, spec, jobs=jobs, extra_args=list(cmake_arg), use_ccache=not no_ccache,
                                smoke=not no_smoke, label=label, profile_file=profile.absolute() if profile else None,
-                               distribution=distribution, engines=tuple(e.lower() for e in engine),
+                               distribution=distribution, engines=tuple(engine),
                                stale_min_match=min_profile_match / 100 if stale_profile else None).replicate_of(k)
         console.rule(f"{request.name}: {v.describe()}" + (f"; replicate {k} of {replicates}" if replicates > 1 else ""))
         with _progress_display() as progress:
@@ -892,6 +893,7 @@ def profile_make_cmd(
     label: Optional[str] = typer.Option(None, "--label", metavar="NAME", help="the build's label, if it is given one"),
     distribution_options: bool = typer.Option(False, "--distribution-options",
                                               help="the instrumented build configured like Debian's package"),
+    engine: list[str] = ENGINE_OPTION,
 ) -> None:
     """Build a PGO variant's instrumented build and train it, and write the profile as `profile export`
     does, without compiling the optimized build: `pgolab build SOURCE --variant V --profile FILE` does
@@ -900,7 +902,8 @@ def profile_make_cmd(
     tree = _resolve_source(source_arg)
     spec = parse_train(train, train_seconds, seed=train_seed, connections=train_connections)
     request = BuildRequest(tree, variants_mod.parse(variant), spec, jobs=jobs, label=label,
-                           distribution=like_distribution(tree) if distribution_options else None)
+                           distribution=like_distribution(tree) if distribution_options else None,
+                           engines=tuple(engine))
     with _progress_display() as progress:
         identity = train_profile(request, out_file.absolute(), RichReporter(progress))
     _say_profile_written(out_file, identity)
@@ -921,13 +924,14 @@ def profile_check_cmd(
                                            help="instead of the suite: loads as for --train (e.g. script:PATH)"),
     jobs: int = JOBS_OPTION,
     label: Optional[str] = typer.Option(None, "--label", metavar="NAME", help="the build's label, if it was given one"),
+    engine: list[str] = ENGINE_OPTION,
 ) -> None:
     """How well a training profile covers a benchmark: overlap and the hot functions it misses."""
     from .quality import profile_check
     tree = _resolve_source(source_arg)
     spec = parse_train(train, train_seconds, seed=train_seed)
     chosen = parse_train(workload, train_seconds) if workload else None
-    request = BuildRequest(tree, variants_mod.parse(variant), spec, jobs=jobs, label=label)
+    request = BuildRequest(tree, variants_mod.parse(variant), spec, jobs=jobs, label=label, engines=tuple(engine))
     with _progress_display() as progress:
         report = profile_check(request, RichReporter(progress), suite=suite, seconds=seconds, workload=chosen)
     out.print(report.describe(), markup=False, highlight=False)

@@ -237,6 +237,15 @@ class _Mix:
             self.execute(conn, SQL[cls].format(t=table, u=other), _params(cls, rng, rows, new_id), prepared)
 
 
+def engine_support_sql(engine: str) -> str:
+    """MariaDB's and MySQL's answer to whether a storage engine is there (one row, or none)."""
+    return f"SELECT SUPPORT FROM information_schema.ENGINES WHERE ENGINE = '{engine}'"
+
+
+def engine_offered(support: str) -> bool:
+    return support.upper() in ("YES", "DEFAULT")
+
+
 class MySQLMix(_Mix):
     """MariaDB and MySQL through mysql-connector-python (text and binary protocol)."""
 
@@ -306,9 +315,9 @@ class MySQLMix(_Mix):
 
     @staticmethod
     def _offers(cur, engine: str) -> bool:
-        cur.execute(f"SELECT SUPPORT FROM information_schema.ENGINES WHERE ENGINE = '{engine}'")
+        cur.execute(engine_support_sql(engine))
         row = cur.fetchone()
-        return bool(row) and row[0].upper() in ("YES", "DEFAULT")
+        return engine_offered(row[0] if row else "")
 
     @staticmethod
     def _accepts_binlog_mode(cur, mode: str) -> bool:

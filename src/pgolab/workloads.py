@@ -18,11 +18,14 @@ from pathlib import Path
 
 from .errors import PgolabError
 from .mix import MIX_REVISION, MixOptions
-from .suite import lua_dir
+from .suite import lua_dir, user_micro
 from .runner import Runner
 from .server import ServerProcess
 
 TRAIN_DATABASE = "sbtest"
+# How a .sql training script runs: 2 repeats it for the load's seconds over sysbench's tables (as
+# --micro runs it); 1 ran it once. A build trained the old way is not up to date with the new.
+SQL_SCRIPT_REVISION = 2
 BUILTIN_LOADS = ("mix", "mix-noselect", "sysbench", "none")
 
 
@@ -61,6 +64,8 @@ class TrainingSpec:
         for load in self.loads:
             if load.startswith("script:"):
                 extra.append(hashlib.sha256(Path(load[7:]).read_bytes()).hexdigest())
+                if load.endswith(".sql"):      # run once before revision 2, in a loop since
+                    extra.append(f"sql script revision {SQL_SCRIPT_REVISION}")
             elif load.startswith("mix"):
                 extra.append(f"mix revision {MIX_REVISION}")
         if self.server_config:
@@ -69,10 +74,10 @@ class TrainingSpec:
                 + "".join(extra))
 
     def server_options(self, installation, datadir: Path) -> list[str]:
-        """What the training server needs for the mix (MariaDB and MySQL: binary logs)."""
-        if any(l.startswith("mix") for l in self.loads):
-            return installation.training_options(datadir)
-        return []
+        """What the training server needs: its plugin engines whatever the load (their code is trained
+        too), and for the mix what it covers (MariaDB and MySQL: binary logs)."""
+        mix = installation.training_options(datadir) if any(l.startswith("mix") for l in self.loads) else []
+        return [*installation.plugin_options(), *mix]
 
 
 def parse_train(value: str, seconds: int, *, seed: int = 1, server_config: Path | None = None,
@@ -163,7 +168,7 @@ def run_load(server: ServerProcess, load: str, spec: TrainingSpec, runner: Runne
     if path.suffix == ".sql":
         # The file's own microbenchmark as training (the version-series study trained its statement
         # with itself): one connection, as --micro runs it, since its statements may race at several.
-        runner.run(["sysbench", str(lua_dir() / "pgolab_sql.lua"), f"--sql-file={path}", *common, "--threads=1",
+        runner.run(["sysbench", *user_micro(str(path)).argv(lua_dir()), *common, "--threads=1",
                     f"--time={seconds}", "--report-interval=10", "run"], what=f"sysbench {path.name}")
         return f"script {path}: its statements in a loop, {seconds}s"
     elif path.suffix == ".lua":

@@ -13,7 +13,7 @@ from ..distribution import DistributionBuild, DroppedOption, require_packages, t
 from ..errors import PgolabError
 from ..runner import Runner
 from ..variants import FlagSet, Variant
-from ..mix import MixOptions, MySQLMix
+from ..mix import MixOptions, MySQLMix, engine_offered, engine_support_sql
 from .base import (Cmd, CostEntry, PluginEngine, cmake_build_folder, cmake_flags_include, cmake_source_folder,
                    cmake_tool_args, plugin_engines)
 
@@ -199,7 +199,7 @@ class MariaDBTarget:
         argv += self.recipe_options(variant, tree, profile_dir, like_distribution)
         if use_ccache and shutil.which("ccache"):
             argv += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
-        argv += extra_args
+        argv += extra_args + self.engine_configure_args()
         # A build like Debian's has its DTrace probes: systemtap's dtrace compiles their object while
         # cmake configures (`$CC -g $CFLAGS`, CFLAGS from the environment with clang). clang's default
         # DWARF 5 there has a form valgrind 3.19 cannot read (seen: "unhandled dwarf2 abbrev form code
@@ -213,8 +213,11 @@ class MariaDBTarget:
         # A build like Debian's takes Debian's line whole (in extra_args): pgolab's smaller build would
         # leave out what Debian's mariadbd has (Galera's wsrep, for one). Only the server's targets
         # are built either way, so the plugins Debian packages apart cost configure time only.
-        own = [] if like_distribution else [f"-D{k}={v}" for k, v in MARIADB_CMAKE_OPTIONS.items()]
-        return own + [f"-D{e.cmake_option}=DYNAMIC" for e in self.engines]
+        return [] if like_distribution else [f"-D{k}={v}" for k, v in MARIADB_CMAKE_OPTIONS.items()]
+
+    def engine_configure_args(self) -> list[str]:
+        """The plugin engines asked for: last on the line, so that no other option turns them off."""
+        return [f"-D{e.cmake_option}=DYNAMIC" for e in self.engines]
 
     def build(self, build_dir: Path, jobs: int, flags: FlagSet) -> list[Cmd]:
         # Through cmake, whichever generator configured the folder (Ninja, or make for a build like Debian's).
@@ -397,11 +400,13 @@ class MariaDBInstallation:
     def error_log(self, rundir: Path) -> Path:
         return rundir / "error.log"
 
+    def plugin_options(self) -> list[str]:
+        """A training server loads every plugin engine it has (the mix gives each tables of its own)."""
+        return [o for e in self.plugin_engines() for o in (*self.engine_options(e.name), *e.training_options)]
+
     def training_options(self, datadir: Path) -> list[str]:
-        """The training mix covers binary log formats, so the training server logs binlogs; it loads
-        the build's plugin engines, which the mix gives tables too."""
-        engines = [o for e in self.plugin_engines() for o in (f"--plugin-load-add={e.file_name}", *e.training_options)]
-        return [f"--log-bin={datadir}/pgolab-binlog", "--server-id=1", *engines]
+        """The training mix covers binary log formats, so the training server logs binlogs."""
+        return [f"--log-bin={datadir}/pgolab-binlog", "--server-id=1"]
 
     def training_mix(self, rundir: Path, options: MixOptions) -> MySQLMix:
         return MySQLMix(str(self.socket(rundir)), options, server=self.server,
@@ -439,8 +444,7 @@ class MariaDBInstallation:
 
     def engine_missing(self, server, engine: str) -> str | None:
         """None if the running server offers the engine, else what adds it."""
-        support = server.query(f"SELECT SUPPORT FROM information_schema.ENGINES WHERE ENGINE = '{engine}'",
-                               what=f"look for storage engine {engine}")
-        if support.upper() in ("YES", "DEFAULT"):
+        support = server.query(engine_support_sql(engine), what=f"look for storage engine {engine}")
+        if engine_offered(support):
             return None
         return self.ENGINE_HINTS.get(engine.lower(), f"build {self.server} with the {engine} storage engine")

@@ -368,6 +368,9 @@ class PostgreSQLInstallation:
     def engine_options(self, engine: str) -> list[str]:
         return []
 
+    def plugin_options(self) -> list[str]:
+        return []
+
     def engine_missing(self, server, engine: str) -> str | None:
         return "PostgreSQL benchmarks its one table storage (heap) here: leave --engine out"
 
