@@ -260,8 +260,7 @@ class MySQLMix(_Mix):
     def __init__(self, socket: str, options: MixOptions, server: str = "mariadb", extra_engines: tuple[str, ...] = ()):
         self.socket = socket
         self.server = server
-        self.engines = ENGINES[server] + extra_engines
-        self.extra_engines = extra_engines     # plugin engines: trained where the server loaded them
+        self.engines = ENGINES[server] + extra_engines     # extra: plugin engines, kept if the server loaded them
         self.binlog_modes: tuple[str, ...] = BINLOG_MODES   # narrowed to what the server accepts
         self.session_mode: dict[int, str] = {}               # worker -> binlog mode its session is in
         self.prepared: dict[int, dict[str, tuple]] = {}      # id(connection) -> text -> (prepared cursor, text)
@@ -284,7 +283,7 @@ class MySQLMix(_Mix):
     def create_tables(self, conn, rng):
         cur = conn.cursor()
         self.binlog_modes = tuple(m for m in BINLOG_MODES if self._accepts_binlog_mode(cur, m))
-        self.engines = ENGINES[self.server] + tuple(e for e in self.extra_engines if self._offers(cur, e))
+        self.engines = tuple(e for e in self.engines if e in ENGINES[self.server] or self._offers(cur, e))
         for e, (t, u), d in zip(self.engines, self.tables(), self.ddl_tables()):
             cur.execute(f"DROP TABLE IF EXISTS {t}, {u}, {d}")
             cur.execute(f"CREATE TABLE {t} (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, c VARCHAR(120), "

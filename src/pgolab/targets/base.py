@@ -107,6 +107,11 @@ class PluginEngine:
     def file_name(self) -> str:
         return Path(self.library).name
 
+    @property
+    def load_option(self) -> str:
+        """What a server starts with to load it from its plugin folder."""
+        return f"--plugin-load-add={self.file_name}"
+
 
 def engines_suffix(engines) -> str:
     """How a build's name says which engine plugins it has: +rocksdb."""

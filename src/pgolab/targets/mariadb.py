@@ -387,7 +387,7 @@ class MariaDBInstallation:
     def engine_options(self, engine: str) -> list[str]:
         """What the server starts with so that its tables can be of this engine: a plugin engine is
         loaded (a built-in one needs nothing)."""
-        return [f"--plugin-load-add={e.file_name}" for e in self.plugin_engines() if e.name == engine]
+        return [e.load_option for e in self.plugin_engines() if e.name == engine]
 
     def valgrind_options(self) -> list[str]:
         """Under valgrind: no io_uring/libaio (InnoDB hangs at start), and a buffer pool whose
@@ -402,7 +402,7 @@ class MariaDBInstallation:
 
     def plugin_options(self) -> list[str]:
         """A training server loads every plugin engine it has (the mix gives each tables of its own)."""
-        return [o for e in self.plugin_engines() for o in (*self.engine_options(e.name), *e.training_options)]
+        return [o for e in self.plugin_engines() for o in (e.load_option, *e.training_options)]
 
     def training_options(self, datadir: Path) -> list[str]:
         """The training mix covers binary log formats, so the training server logs binlogs."""
