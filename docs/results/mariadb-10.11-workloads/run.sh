@@ -8,8 +8,8 @@
 #   engines:       InnoDB against MyRocks, quick suite at 1 thread, QPS, one run per engine, on the two
 #                  builds made again with the MyRocks plugin (--engine rocksdb: the training covers it),
 #                  and Debian's mariadbd with Debian's mariadb-plugin-rocksdb.
-# The MyRocks builds come last: the plugin (RocksDB's 1,236-step build against about 600 steps for
-# the server alone) doubles a build's time, so the steps without it do not wait for them.
+# The MyRocks builds come last: with the plugin a build has 1,236 steps against 902 for the server
+# alone (builds.md has their times), so the steps without it do not wait for them.
 . "$(dirname "$0")/../proof-env.sh"
 S=$($P source mariadb --version 10.11)
 DEBIAN=(--binary debian=/usr/sbin/mariadbd)
@@ -53,3 +53,11 @@ if step engines; then
   done
   python3 "$PROOF_DIR/engines-side-by-side.py" $OUT > $OUT/engines-side-by-side.txt
 fi
+# What each training ran (its log's statement and event counts, the mix's engine coverage), and the
+# Debian packages of the server and the plugin Debian's mariadbd loaded.
+D=$(dirname "$(ls -d "${PGOLAB_HOME:-/var/cache/pgolab}"/builds/mariadb-10.11.18-*/rel_o2nofp | head -1)")
+for label in rel_lto_pgo_use_clang trained-insert-select rel_lto_pgo_use_clang+rocksdb; do
+  [ -f "$D/$label/logs/train.log" ] || continue
+  grep -h "training mix on\|coverage:\|total number of events" "$D/$label/logs/train.log" | sed "s/^/$label: /"
+done > $OUT/trainings.txt
+dpkg-query -W mariadb-server-core mariadb-plugin-rocksdb > $OUT/debian-packages.txt
