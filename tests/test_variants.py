@@ -309,3 +309,45 @@ def test_the_function_bolt_asks_to_skip_is_read_from_its_error():
            "function to --skip-funcs=...\n")
     assert function_to_skip(out) == "ExecInterpExpr.llvm.5797916522844605125/1"
     assert function_to_skip("BOLT-ERROR: something else\n") is None
+
+
+def test_the_layout_axes_add_their_flags_and_share_what_they_can():
+    full = variants.parse("rel_lto_pgo_use_order_split_hotcold_clang19_bolt_hugify")
+    assert (full.order, full.split, full.hotcold, full.bolt, full.hugify) == (True,) * 5
+    # _order records first calls in an instrumented build of its own; the others read any profile.
+    assert full.instrumented().name == "rel_lto_pgo_gen_order_clang19"
+    assert variants.parse("rel_lto_pgo_use_split_hotcold_clang").instrumented().name == "rel_lto_pgo_gen_clang"
+    assert full.without_bolt().name == "rel_lto_pgo_use_order_split_hotcold_clang19"
+    gen = variants.flags_for(full.instrumented(), CLANG19, profile_dir=PROFILE, build_dir=BUILD)
+    assert "-mllvm=-pgo-temporal-instrumentation" in gen.compile
+    assert not any("symbol-ordering" in f for f in gen.link)
+    use = variants.flags_for(full, CLANG19, profile_dir=PROFILE, build_dir=BUILD)
+    assert f"-Wl,--symbol-ordering-file={PROFILE / variants.FUNCTION_ORDER}" in use.link
+    assert "-mllvm=-pgo-temporal-instrumentation" not in use.compile and "-ffunction-sections" in use.compile
+    assert "-fsplit-machine-functions" in use.compile and "-Wl,-z,keep-text-section-prefix" in use.link
+    plain = variants.flags_for(variants.parse("rel_lto_pgo_use_clang19"), CLANG19, profile_dir=PROFILE, build_dir=BUILD)
+    assert not {"-fsplit-machine-functions", "-mllvm=-pgo-temporal-instrumentation"} & set(plain.compile)
+    assert not any("keep-text" in f or "ordering" in f for f in plain.link)
+    # BOLT's hugify is an option of its optimize step.
+    from pgolab.profiles.bolt import BoltProfile
+    assert "-hugify" in BoltProfile("llvm-bolt-19", "merge-fdata-19", llvm_version="19", hugify=True).use_flags(PROFILE, BUILD)
+    assert "-hugify" not in BoltProfile("llvm-bolt-19", "merge-fdata-19", llvm_version="19").use_flags(PROFILE, BUILD)
+
+
+@pytest.mark.parametrize("bad, why", [
+    ("rel_lto_pgo_use_order_clang", "LLVM 17"),          # clang 16 has no temporal profiling
+    ("rel_lto_pgo_use_order", "LLVM 17"),
+    ("rel_lto_pgo_use_split", "-freorder-blocks-and-partition"),
+    ("rel_lto_pgo_use_hotcold", "GNU ld"),
+    ("rel_lto_split_clang", "follows _pgo_use"),
+    ("rel_lto_hotcold_clang19", "follows _pgo_use"),
+    ("rel_lto_order_clang19", "follows _pgo_use"),
+    ("rel_lto_pgo_use_cs_order_clang19", "_cs"),
+    ("rel_lto_pgo_use_clang_hugify", "follows _bolt"),
+    ("rel_lto_pgo_use_clang_bolt_hugify_bolt", "did you mean"),
+    ("rel_lto_pgo_use_hotcold_split_clang", "did you mean rel_lto_pgo_use_split_hotcold_clang"),
+])
+def test_a_layout_axis_a_toolchain_lacks_or_without_its_profile_is_refused(bad, why):
+    with pytest.raises(PgolabError) as err:
+        variants.parse(bad)
+    assert why in str(err.value), str(err.value)

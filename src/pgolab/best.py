@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from . import paths
+from .build import order_refusal
 from .document import Column, Report, Table
 from .errors import PgolabError
 from .matrix import MatrixProgress, MatrixRequest, run_matrix
@@ -27,6 +28,7 @@ from .measurement import MODEL_FIGURE
 from .report import analysis_of
 from .stats import Estimate
 from .store import Store
+from .targets import target_for
 from .toolchains import toolchain
 from .variants import AXES, Axis, Variant, parse
 
@@ -213,7 +215,8 @@ class MatrixRounds:
     def unmeasurable(self, candidate: Variant) -> str | None:
         if candidate.native and (avx512 := toolchain(candidate.compiler).native_avx512()):
             return f"-march=native enables {', '.join(avx512)} here, which valgrind's callgrind cannot run"
-        return None
+        return next((why for tree in self.request.sources
+                     if (why := order_refusal(candidate, target_for(tree.server))) is not None), None)
 
     def confirm(self, result: SearchResult) -> int:
         """The winner, the runner-up and the start in QPS, with the reference binaries; the run's id."""

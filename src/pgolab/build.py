@@ -97,6 +97,17 @@ class BuildResult:
     digest: str      # of the last phase: what a build that depends on this one chains from
 
 
+def order_refusal(variant: Variant, target) -> str | None:
+    """Why this server cannot have an _order build, or None. A temporal profile is one trace per
+    process file, and LLVM's runtime cannot merge one into a file another process wrote ("Temporal
+    profiles do not support profile merging at runtime"): a forked backend inherits its parent's file
+    name, so all but the first writer's counts would be lost."""
+    if variant.order and target.forks_backends:
+        return (f"{variant.name}: _order cannot train {target.server}, which forks a process per connection "
+                "(LLVM's runtime cannot merge their temporal profiles, and would lose their counts)")
+    return None
+
+
 class Pipeline:
     """One build: its layout, its chain of instrumented builds, the plan of phases the stages make
     (each handed a context of its own, never the pipeline), and its record."""
@@ -113,6 +124,9 @@ class Pipeline:
         self.source_digest = source_digest or tree_digest(request.source.path)
         self.layout = BuildLayout(variant_dir(request.source, request.name, self.source_digest))
         self.dir, self.logs = self.layout.dir, self.layout.logs    # what callers (matrix, quality) name
+        if (why := order_refusal(self.variant, self.target)) is not None:
+            raise PgolabError(why, hint=f"use _hotcold, _split or _bolt for a profile-driven layout of {self.target.server}; "
+                                        "_order serves one-process servers (mariadb, mysql)")
         self.chain = BuildChain(request, self.reporter, self.source_digest, Pipeline)
         # Where this build's profile lives: what its training wrote (pgo=use, csgen), its twin's,
         # or the directory compiled into the binary (pgo=gen; a training redirects it at run time).
@@ -219,7 +233,8 @@ class Pipeline:
         servers = self.servers
         return BoltContext(
             dir=self.layout.bolt_dir, installed=self.target.server_binary(self.layout.install_dir),
-            tool=bolt_profile(servers.installation("final").forks_backends, self.toolchain.family.llvm_version),
+            tool=bolt_profile(servers.installation("final").forks_backends, self.toolchain.family.llvm_version,
+                              hugify=self.variant.hugify),
             sealed_digest=self.read_sealed(),
             state_file=self.layout.state_file, train=self.request.train, runner=self.runners, servers=servers,
             reporter=self.reporter)

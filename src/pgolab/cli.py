@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -249,8 +250,8 @@ def list_variants(all_: bool = typer.Option(False, "--all", help="every combinat
     for v in rows:
         flags = variants_mod.flags_for(v, compiler_family(v.compiler).placeholder(), profile_dir=Path("/PROFILE"),
                                        build_dir=Path("/BUILD"))
-        data.append({"name": v.name, "compiler": v.compiler, "o2nofp": v.o2nofp, "native": v.native,
-                     "lto": v.lto, "pgo": v.pgo, "partial": v.partial, "cs": v.cs, "bolt": v.bolt, "description": v.describe(),
+        # Every axis of the Variant, so the JSON never lags behind the grammar.
+        data.append({"name": v.name, **dataclasses.asdict(v), "description": v.describe(),
                      "flags": " ".join(flags.compile + flags.link)})
     if as_json:
         out.print_json(json.dumps(data))

@@ -208,6 +208,10 @@ class CompilerFamily(Protocol):
     bolt_flags: tuple[str, ...]    # compile flags a binary BOLT rewrites needs
     partial_training_flags: tuple[str, ...]   # the `_partial` axis (only gcc has one)
     cs_generate_flag: str | None              # the `_cs` axis's second instrumentation (only clang)
+    # The profile-driven layout axes (variants.py); empty where the toolchain has no such switch.
+    temporal_profile_flags: tuple[str, ...]   # `_order`: the instrumented build's
+    split_flags: tuple[str, ...]              # `_split`
+    hotcold_link_flags: tuple[str, ...]       # `_hotcold`
     # Debug information valgrind 3.19 reads, should a build (or a part of it) turn -g on: clang's
     # DWARF 5 has forms it cannot read (seen: 0x23, 0x25), and cost mode would die on the binary.
     debug_version_flags: tuple[str, ...]
@@ -221,6 +225,7 @@ class CompilerFamily(Protocol):
     def avx512_of(self, output: str) -> set[str]: ...
     def tool_overrides(self, toolchain: Toolchain, lto: bool) -> dict[str, str]: ...
     def profile_tool(self, toolchain: Toolchain): ...
+    def layout_note(self, token: str) -> str: ...
     # A build replicate's other code layout (replicates.py): what it is, its link flags, and what
     # must exist in `folder` before the link.
     layout_seed_method: str
@@ -242,6 +247,9 @@ class Gcc:
     # for size (gcc 10+); +5 % on MySQL read-only in a published test.
     partial_training_flags = ("-fprofile-partial-training",)
     cs_generate_flag = None
+    temporal_profile_flags = ()
+    split_flags = ()
+    hotcold_link_flags = ()
     debug_version_flags = ()
     llvm_version = LLVM_VERSION
     links_with_lld = False
@@ -260,6 +268,11 @@ class Gcc:
 
     def profile_tool(self, toolchain: Toolchain):
         return GccProfile()
+
+    def layout_note(self, token: str) -> str:
+        return {"split": "gcc splits a profiled function's cold blocks out itself (-freorder-blocks-and-partition, "
+                         "on at -O2)",
+                "hotcold": "GNU ld's default script already groups .text.hot and .text.unlikely"}[token]
 
     def native_features_argv(self, toolchain: Toolchain) -> list[str]:
         return [toolchain.cc, "-march=native", "-Q", "--help=target"]
@@ -299,6 +312,10 @@ class Clang:
     # Instruments again after the first profile's inlining, so the counts are per calling context;
     # with LTO the driver also hands it (and -fprofile-use) to the link's code generation.
     cs_generate_flag = "-fcs-profile-generate"
+    # Cold blocks of profiled functions into .text.split.* (with LTO the driver passes it to the link).
+    split_flags = ("-fsplit-machine-functions",)
+    # lld merges every .text.* into .text in input order unless told to keep these prefixes apart.
+    hotcold_link_flags = ("-Wl,-z,keep-text-section-prefix",)
     debug_version_flags = ("-fdebug-default-version=4",)    # no debug information by itself
     links_with_lld = True
     extra_build_cost = 0.1
@@ -308,6 +325,8 @@ class Clang:
         # The variant token: `_clang` for the default release, `_clang19` for LLVM 19.
         self.name = "clang" if llvm_version == LLVM_VERSION else f"clang{llvm_version}"
         self.version_tools = tuple(llvm_tool(n, llvm_version) for n in ("clang", "clang++", "lld", "llvm-profdata"))
+        # Each function's first run, recorded beside its counters (LLVM 17+), for `llvm-profdata order`.
+        self.temporal_profile_flags = ("-mllvm=-pgo-temporal-instrumentation",) if int(llvm_version) >= 17 else ()
 
     def _tool(self, name: str) -> str:
         return require(llvm_tool(name, self.llvm_version))
@@ -332,6 +351,9 @@ class Clang:
 
     def profile_tool(self, toolchain: Toolchain):
         return ClangProfile(toolchain.profdata)
+
+    def layout_note(self, token: str) -> str:
+        return ""
 
     def native_features_argv(self, toolchain: Toolchain) -> list[str]:
         return [toolchain.cc, "-march=native", "-###", "-x", "c", "-c", "/dev/null", "-o", "/dev/null"]

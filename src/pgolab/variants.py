@@ -8,8 +8,13 @@ in its place (clang and the tools of LLVM 19 instead of LLVM 16),
 ``_partial`` after ``_pgo_use`` (gcc's -fprofile-partial-training: code the training never ran
 is optimized as usual instead of for size), ``_cs`` in the same place (clang's context-sensitive
 PGO: a second instrumented build, ``_pgo_csgen``, compiled with the first profile, is trained
-again and both profiles are merged) and ``_bolt`` last: post-link layout (BOLT) of that build.
-None of them is part of the study.
+again and both profiles are merged), then clang's code layout from the profile: ``_order``
+(functions in the order the training first ran them: temporal profiling, LLVM 17+), ``_split``
+(-fsplit-machine-functions: cold blocks out of hot functions) and ``_hotcold`` (lld keeps the
+profile's .text.hot/.text.unlikely/.text.split sections apart instead of interleaving them), and
+``_bolt`` last: post-link layout (BOLT) of that build, ``_bolt_hugify`` with its hot code remapped
+onto 2 MiB pages as the server starts. None of them is part of the study, and none needs hardware
+counters: every profile here is counted by instrumentation during the training.
 
 Flags are always *added* after the build type's own flags (see targets), never
 put in place of them: MariaDB loses -DNDEBUG otherwise and fails to compile.
@@ -53,7 +58,12 @@ class Variant:
     nosi: bool = False        # -fno-semantic-interposition
     static_rt: bool = False   # -static-libstdc++ -static-libgcc
     allocator: str = ""       # "" (glibc's malloc) or a key of ALLOCATORS
+    # Code layout from the profile (clang's; each needs _pgo_use):
+    order: bool = False       # functions ordered by the training's temporal profile (its own instrumented build)
+    split: bool = False       # -fsplit-machine-functions
+    hotcold: bool = False     # lld's -z keep-text-section-prefix
     bolt: bool = False
+    hugify: bool = False      # BOLT's -hugify: hot text onto huge pages at start-up
 
     @property
     def name(self) -> str:
@@ -70,6 +80,9 @@ class Variant:
             parts.append("partial")
         if self.cs:
             parts.append("cs")
+        for flag, token in ((self.order, "order"), (self.split, "split"), (self.hotcold, "hotcold")):
+            if flag:
+                parts.append(token)
         if self.compiler != "gcc":
             parts.append(self.compiler)
         for flag, token in ((self.noplt, "noplt"), (self.nosi, "nosi"), (self.static_rt, "static")):
@@ -79,6 +92,8 @@ class Variant:
             parts.append(self.allocator)
         if self.bolt:
             parts.append("bolt")
+        if self.hugify:
+            parts.append("hugify")
         return "_".join(parts)
 
     @property
@@ -98,11 +113,14 @@ class Variant:
         """The profile-generating build that feeds this PGO variant: the _pgo_csgen build for a
         context-sensitive one, whose own is the shared _pgo_gen build."""
         pgo = "csgen" if self.cs else "gen"
-        # The link-only axes compile the same code: they share the instrumented build without them.
-        return replace(self, pgo=pgo, partial=False, cs=False, bolt=False, static_rt=False, allocator="")
+        # The link-only axes, and the layout axes that only read the profile, compile the same
+        # instrumented code: they share the instrumented build without them. _order does not: its
+        # instrumented build also records when each function first ran.
+        return replace(self, pgo=pgo, partial=False, cs=False, split=False, hotcold=False, bolt=False,
+                       hugify=False, static_rt=False, allocator="")
 
     def without_bolt(self) -> "Variant":
-        return replace(self, bolt=False)
+        return replace(self, bolt=False, hugify=False)
 
     def describe(self) -> str:
         opt = "-O2 -fno-omit-frame-pointer" if self.o2nofp else "-O3 (Release)"
@@ -117,6 +135,13 @@ class Variant:
             bits.append("-fprofile-partial-training")
         if self.cs:
             bits.append("context-sensitive PGO (a second instrumented build, trained again)")
+        if self.order:
+            bits.append("function order from the training's temporal profile" if self.pgo == "use"
+                        else "temporal profiling (when each function first ran)")
+        if self.split:
+            bits.append("-fsplit-machine-functions")
+        if self.hotcold:
+            bits.append("hot and cold text sections kept apart (lld -z keep-text-section-prefix)")
         if self.pgo == "gen":
             bits.append("PGO instrumented (writes profiles)")
         elif self.pgo == "csgen":
@@ -131,12 +156,14 @@ class Variant:
             bits.append(f"{self.allocator} as malloc")
         if self.bolt:
             bits.append("BOLT (instrument, train, relayout)")
+        if self.hugify:
+            bits.append("hot text on 2 MiB pages (BOLT -hugify)")
         return ", ".join(bits)
 
 
 # clang19 before clang: a name is read by prefixes.
-_TOKENS = ("o2nofp", "native", "lto", "pgo_gen", "pgo_csgen", "pgo_use", "partial", "cs", "clang19", "clang",
-           "noplt", "nosi", "static", *ALLOCATORS, "bolt")
+_TOKENS = ("o2nofp", "native", "lto", "pgo_gen", "pgo_csgen", "pgo_use", "partial", "cs", "order", "split", "hotcold",
+           "clang19", "clang", "noplt", "nosi", "static", *ALLOCATORS, "bolt", "hugify")
 
 
 def parse(name: str) -> Variant:
@@ -165,7 +192,11 @@ def parse(name: str) -> Variant:
         nosi="nosi" in seen,
         static_rt="static" in seen,
         allocator=next((a for a in ALLOCATORS if a in seen), ""),
+        order="order" in seen,
+        split="split" in seen,
+        hotcold="hotcold" in seen,
         bolt="bolt" in seen,
+        hugify="hugify" in seen,
     )
     if sum(a in seen for a in ALLOCATORS) > 1:
         raise _unknown(name, f"one allocator: {' or '.join('_' + a for a in ALLOCATORS)}, or none for glibc's")
@@ -177,12 +208,34 @@ def parse(name: str) -> Variant:
         raise _unknown(name, "context-sensitive PGO (_cs, _pgo_csgen) is clang's: add _clang")
     if variant.cs and variant.pgo != "use":
         raise _unknown(name, "_cs is context-sensitive PGO: it follows _pgo_use")
+    _check_layout(name, variant)
     if variant.bolt and variant.writes_profile:
         raise _unknown(name, "an instrumented build is not laid out by BOLT; "
                              f"did you mean {replace(variant, pgo='use').name}?")
     if variant.name != name:  # wrong order, repeats, or both pgo_gen and pgo_use
         raise _unknown(name, f"did you mean {variant.name}?")
     return variant
+
+
+def _check_layout(name: str, variant: Variant) -> None:
+    """The profile-driven layout axes: each needs a profile, and a toolchain that has it."""
+    from .toolchains import compiler_family
+    family = compiler_family(variant.compiler)
+    if variant.order:
+        if not family.temporal_profile_flags:
+            raise _unknown(name, "_order needs temporal profiling (LLVM 17 or later): use _clang19")
+        if variant.cs or variant.pgo == "csgen":
+            raise _unknown(name, "_order and _cs each train an instrumented build of their own: choose one")
+        if variant.pgo not in ("gen", "use"):
+            raise _unknown(name, "_order follows _pgo_use (its instrumented build is _pgo_gen with _order)")
+    for on, token, flags in ((variant.split, "split", family.split_flags),
+                             (variant.hotcold, "hotcold", family.hotcold_link_flags)):
+        if on and not flags:
+            raise _unknown(name, f"_{token} is clang's: {family.layout_note(token)}")
+        if on and variant.pgo != "use":
+            raise _unknown(name, f"_{token} lays code out by the profile: it follows _pgo_use")
+    if variant.hugify and not variant.bolt:
+        raise _unknown(name, "_hugify is BOLT's -hugify: it follows _bolt")
 
 
 def _has_partial_training(compiler: str) -> bool:
@@ -198,8 +251,8 @@ def _has_cs_pgo(compiler: str) -> bool:
 def _unknown(name: str, extra: str = "") -> PgolabError:
     return PgolabError(
         f"unknown variant {name!r}" + (f" ({extra})" if extra else ""),
-        hint="names are rel[_o2nofp][_native][_lto][_pgo_gen|_pgo_csgen|_pgo_use[_partial|_cs]][_clang|_clang19]"
-             "[_noplt][_nosi][_static][_jemalloc|_tcmalloc|_mimalloc][_bolt]; "
+        hint="names are rel[_o2nofp][_native][_lto][_pgo_gen|_pgo_csgen|_pgo_use[_partial|_cs]][_order][_split]"
+             "[_hotcold][_clang|_clang19][_noplt][_nosi][_static][_jemalloc|_tcmalloc|_mimalloc][_bolt[_hugify]]; "
              "`pgolab variants` lists them")
 
 
@@ -223,11 +276,15 @@ AXES = (
     Axis("PGO", "pgo", "none", "use", "pgo"),
     Axis("partial training", "partial", False, True, "partial"),
     Axis("context-sensitive PGO", "cs", False, True, "cs"),
+    Axis("function order (temporal profile)", "order", False, True, "order"),
+    Axis("machine function splitting", "split", False, True, "split"),
+    Axis("hot/cold text sections", "hotcold", False, True, "hotcold"),
     Axis("-fno-plt", "noplt", False, True, "noplt"),
     Axis("-fno-semantic-interposition", "nosi", False, True, "nosi"),
     Axis("static libstdc++ and libgcc", "static_rt", False, True, "static"),
     *(Axis(a, "allocator", "", a, a) for a in ALLOCATORS),
     Axis("BOLT", "bolt", False, True, "bolt"),
+    Axis("huge pages (BOLT -hugify)", "hugify", False, True, "hugify"),
 )
 
 
@@ -308,6 +365,15 @@ class FlagSet:
         return {"compile": self.compile, "link": self.link, "tools": self.tools}
 
 
+# Where a profile's function order is written beside it (stages.pgo), for the link of an _order build.
+FUNCTION_ORDER = "function-order.txt"
+
+
+def function_order_link_flags(profile_dir: Path) -> list[str]:
+    # Functions the order names but the link lacks (inlined everywhere, or gone) are expected.
+    return [f"-Wl,--symbol-ordering-file={profile_dir / FUNCTION_ORDER}", "-Wl,--no-warn-symbol-ordering"]
+
+
 def flags_for(variant: Variant, toolchain, *, profile_dir: Path | None = None,
               build_dir: Path | None = None) -> FlagSet:
     """The flags a variant adds, for one toolchain.
@@ -338,6 +404,17 @@ def flags_for(variant: Variant, toolchain, *, profile_dir: Path | None = None,
             flags.compile.append(f"{family.cs_generate_flag}={profile_dir.parent / 'cs-profile'}")
         if variant.partial:
             flags.compile += list(family.partial_training_flags)
+        if variant.order and variant.writes_profile:
+            flags.compile += list(family.temporal_profile_flags)
+        elif variant.order:
+            # The linker orders input sections: without a section per function (LTO's code generation
+            # in lld has one anyway) a whole object's code would move as one.
+            flags.compile.append("-ffunction-sections")
+            flags.link += function_order_link_flags(profile_dir)
+    if variant.split:
+        flags.compile += list(family.split_flags)
+    if variant.hotcold:
+        flags.link += list(family.hotcold_link_flags)
     if variant.noplt:
         flags.compile.append("-fno-plt")
     if variant.nosi:

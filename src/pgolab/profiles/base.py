@@ -73,6 +73,7 @@ class ProfileTool(Protocol):
     names_by_file: bool   # does the profile name functions by their source file (a tree's path)?
     raw_pattern: str
     weights_method: str   # how function_weights counts, for reports
+    runtime_error: str | None   # what the profile runtime writes to the server's log when a write fails
 
     def generate_flags(self, profile_dir: Path, build_dir: Path) -> list[str]: ...
     def use_flags(self, profile_dir: Path, build_dir: Path) -> list[str]: ...
@@ -92,6 +93,9 @@ class ProfileTool(Protocol):
         only planned); what moved (profiles/relocation.py)."""
     def function_weights(self, profile_dir: Path, build_dir: Path, runner: Runner,
                          scratch: Path) -> dict[str, int]: ...
+    def write_function_order(self, profile_dir: Path, out: Path, runner: Runner) -> dict:
+        """The order the training first ran the functions in (temporal profile) written to `out` for
+        the linker (the `_order` axis; only a tool whose profile records it)."""
     def overlap_figure(self, training: Path, benchmark: Path, runner: Runner) -> str | None: ...
 
 
@@ -109,6 +113,14 @@ def raw_stats(profile_dir: Path, tool: ProfileTool) -> RawProfileStats:
 
 
 def require_raw_profiles(profile_dir: Path, tool: ProfileTool, error_log: Path | None = None) -> RawProfileStats:
+    # A process whose counters could not be written leaves the others' files: the profile would look
+    # whole and miss that process's share.
+    failed = [line for line in log_text(error_log).splitlines() if tool.runtime_error in line] \
+        if error_log is not None and tool.runtime_error else []
+    if failed:
+        raise PgolabError(f"the training server's profile runtime failed {len(failed)} time(s): {failed[0].strip()}",
+                          log=error_log, hint="the profile would miss those processes' counts; the error log "
+                                              "says which files; fix the cause and build again")
     stats = raw_stats(profile_dir, tool)
     if stats.files == 0 or stats.bytes == 0:
         raise PgolabError(

@@ -51,6 +51,12 @@ OPTIMIZE_OPTIONS = [
 ]
 
 
+# The `_hugify` axis: BOLT links its hugify runtime in, which at start-up copies the hot text (what
+# the layout put first) onto transparent huge pages (madvise: THP's `madvise` mode suffices), so the
+# hot code takes a few 2 MiB TLB entries instead of many 4 KiB ones. Cost mode simulates no TLB.
+HUGIFY_OPTIONS = ["-hugify"]
+
+
 @dataclass
 class BoltStats:
     """What llvm-bolt says of the optimisation, parsed from its output."""
@@ -95,13 +101,15 @@ class BoltProfile:
 
     name = "bolt"
     raw_pattern = "*.fdata"
+    runtime_error = None
     weights_method = "per-function branch and call counts from the .fdata profile"
 
     def __init__(self, llvm_bolt: str, merge_fdata: str, instrument_calls: bool = True,
-                 llvm_version: str = LLVM_VERSION):
+                 llvm_version: str = LLVM_VERSION, hugify: bool = False):
         self.llvm_bolt, self.merge_fdata = llvm_bolt, merge_fdata
         self.instrument_calls = instrument_calls
         self.llvm_version = llvm_version
+        self.hugify = hugify
 
     def version(self) -> str | None:
         return tool(llvm_tool("llvm-bolt", self.llvm_version)).version()
@@ -116,7 +124,8 @@ class BoltProfile:
 
     def use_flags(self, profile_dir: Path, build_dir: Path) -> list[str]:
         return [f"-data={profile_dir / MERGED_FDATA}", OPTIMIZE_OPTIONS[0],
-                f"-reorder-functions={function_order(self.llvm_version)}", *OPTIMIZE_OPTIONS[1:]]
+                f"-reorder-functions={function_order(self.llvm_version)}", *OPTIMIZE_OPTIONS[1:],
+                *HUGIFY_OPTIONS * self.hugify]
 
     def redirect_env(self, compiled_dir: Path, target_dir: Path) -> dict[str, str]:
         return {}     # no run-time redirection: each training instruments its own copy
@@ -180,11 +189,11 @@ def fdata_total(path: Path) -> int:
                if is_fdata_line(line))
 
 
-def bolt_profile(forks_backends: bool = False, llvm_version: str = LLVM_VERSION) -> BoltProfile:
+def bolt_profile(forks_backends: bool = False, llvm_version: str = LLVM_VERSION, hugify: bool = False) -> BoltProfile:
     """BOLT of the build's LLVM release (gcc builds: the default one). BOLT 16's call profiling (its tables of indirect-call targets live in the memory it shares
     with forked children) made PostgreSQL backends overflow their stack inside BOLT's runtime within
     a second of training (3 training runs of 3 here); without it the same training ran clean. Servers that fork
     a backend per connection are therefore instrumented for branches only: block layout and
     splitting keep their profile, function ordering sees hotness but no call edges."""
     return BoltProfile(require(llvm_tool("llvm-bolt", llvm_version)), require(llvm_tool("merge-fdata", llvm_version)),
-                       instrument_calls=not forks_backends, llvm_version=llvm_version)
+                       instrument_calls=not forks_backends, llvm_version=llvm_version, hugify=hugify)

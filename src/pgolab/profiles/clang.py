@@ -32,6 +32,7 @@ class ClangProfile:
     name = "clang"
     names_by_file = True       # functions of internal linkage: `<file>:<function>` (relocation.py)
     raw_pattern = "*.profraw"
+    runtime_error = "LLVM Profile Error"
     weights_method = "per-function counter sums from llvm-profdata"
 
     def __init__(self, profdata: str | None):
@@ -119,6 +120,24 @@ class ClangProfile:
         for name, counters in function_records(self._text(profile_dir, runner)):
             weights[name] = weights.get(name, 0) + sum(counters)
         return weights
+
+    def write_function_order(self, profile_dir: Path, out: Path, runner: Runner) -> dict:
+        """`llvm-profdata order`: the functions of the profile's temporal traces (each process's first
+        calls, in time) in an order that keeps each trace's functions close, one name a line after
+        `#` comments, as lld's --symbol-ordering-file reads it."""
+        merged = str(profile_dir / MERGED_PROFILE)
+        runner.run([self.profdata, "order", merged, "-o", str(out)], what="llvm-profdata order")
+        names = [line for line in out.read_text().splitlines() if line.strip() and not line.startswith("#")]
+        # "Temporal Profile Traces (samples=S seen=N)": S kept of the N processes' traces.
+        shown = runner.run([self.profdata, "show", "--temporal-profile-traces", merged],
+                           what="llvm-profdata show --temporal-profile-traces", log_output=False).output
+        found = re.search(r"Temporal Profile Traces \(samples=(\d+) seen=(\d+)\)", shown)
+        if not names or not found:
+            raise PgolabError(f"the profile in {profile_dir} holds no temporal traces: no function order",
+                              log=runner.log_path, hint="its instrumented build must be an _order one "
+                                                        "(-pgo-temporal-instrumentation); build it again")
+        return {"file": str(out), "functions": len(names), "traces_kept": int(found.group(1)),
+                "traces_seen": int(found.group(2))}
 
     def overlap_figure(self, training: Path, benchmark: Path, runner: Runner) -> str | None:
         """llvm-profdata's own overlap figure, reported beside pgolab's."""

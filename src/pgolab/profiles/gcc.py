@@ -42,6 +42,8 @@ class GccProfile:
     # functions by checksums: nothing in it names the tree, so nothing moves (relocation.py).
     names_by_file = False
     raw_pattern = "*.gcda"
+    # libgcov's messages ("profiling:...") were not surveyed: not checked
+    runtime_error = None
     weights_method = "per-function entry counts read with gcov"
 
     def generate_flags(self, profile_dir: Path, build_dir: Path) -> list[str]:
@@ -132,3 +134,6 @@ class GccProfile:
 
     def overlap_figure(self, training: Path, benchmark: Path, runner: Runner) -> str | None:
         return None     # gcc 12's gcov-tool overlap is not trustworthy (see function_weights)
+
+    def write_function_order(self, profile_dir: Path, out: Path, runner: Runner) -> dict:
+        raise PgolabError("internal: gcc's profile records no function order (variants.parse refuses gcc's _order)")

@@ -16,6 +16,7 @@ from ..phases import Phase, Reporter
 from ..errors import PgolabError
 from ..profiles import ProfileMatch, ProfileTool, raw_stats, require_raw_profiles, require_used, seal
 from ..sources import file_digest
+from ..variants import FUNCTION_ORDER
 from ..workloads import TrainingSpec, run_training
 from .compile import CompileContext, compile_phases
 from .context import RunnerFactory, SealedDigest, Serving
@@ -115,10 +116,22 @@ def train_into(ctx: TrainingContext, stage: str, purpose: str, profile_dir: Path
 
 def merge(ctx: PgoContext) -> dict:
     # The context-sensitive counters complete the first profile, which the _pgo_csgen build was compiled with.
-    result = ctx.tool.merge(ctx.profile_dir, ctx.runner("merge"), ctx.first_profile)
+    runner = ctx.runner("merge")
+    result = ctx.tool.merge(ctx.profile_dir, runner, ctx.first_profile)
     stats = raw_stats(ctx.profile_dir, ctx.tool)
-    return {**result, "raw_files": stats.files, "raw_bytes": stats.bytes,
+    return {**result, "raw_files": stats.files, "raw_bytes": stats.bytes, **function_order(ctx, runner),
             "sealed": seal(ctx.profile_dir, ctx.tool)}
+
+
+def function_order(ctx: PgoContext, runner) -> dict:
+    """An _order build's function order, written beside the profile it comes from (the profile's
+    owner writes it, so a _bolt build reads its twin's): derived from the profile, which is sealed."""
+    if not ctx.compile.variant.order:
+        return {}
+    order = ctx.tool.write_function_order(ctx.profile_dir, ctx.profile_dir / FUNCTION_ORDER, runner)
+    ctx.reporter.message(f"function order: {order['functions']} functions from {order['traces_kept']} temporal "
+                         f"traces (of {order['traces_seen']} processes)")
+    return {"function_order": order}
 
 
 # The import's revision where the tool names functions by file: 2 moves the names onto the tree.
@@ -148,7 +161,8 @@ def import_profile(ctx: PgoContext) -> dict:
     if moved.moves:
         ctx.reporter.message(f"profile names: {moved.describe()}")
     return {"file": str(ctx.profile_file.absolute()), "training": identity.training, "made_by": identity.made_by,
-            "files": identity.files, "relocation": moved.as_dict(), "sealed": seal(ctx.profile_dir, ctx.tool),
+            "files": identity.files, "relocation": moved.as_dict(),
+            **function_order(ctx, ctx.runner(PROFILE_IMPORT)), "sealed": seal(ctx.profile_dir, ctx.tool),
             "stale_from": {"version": identity.source_version, "source_digest": identity.source_digest}
             if other_tree else None}
 

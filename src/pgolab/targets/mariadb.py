@@ -127,9 +127,14 @@ def debian_cmake_options(argv: list[str], build_flags: dict[str, str]) -> tuple[
     return kept, dropped
 
 
+# One process with a thread per connection (the build's _order refusal and the installation's counting read it).
+FORKS_BACKENDS = False
+
+
 class MariaDBTarget:
     server = "mariadb"
     server_program = "mariadbd"
+    forks_backends = FORKS_BACKENDS
     build_tree_server = "sql/mariadbd"     # where a CMake build folder has the server
     PLUGIN_ENGINES = MARIADB_PLUGIN_ENGINES
 
@@ -312,7 +317,7 @@ class MariaDBInstallation:
     # Cost mode counts only statement execution: callgrind collects inside these functions.
     cost_entry_points: tuple[CostEntry, ...] = (CostEntry("dispatch_command(*)"),
                                                  CostEntry("do_command(*)"))
-    forks_backends: bool = False              # one process: counters are zeroed and dumped around a run
+    forks_backends: bool = FORKS_BACKENDS     # one process: counters are zeroed and dumped around a run
     data_version_parts: int = 2               # 10.11.x share a data directory format; 11.8 is another
     cost_repeatability: float = 0.005         # A/A read-only instructions agreed within 0.1 % here
     after_load_sql: tuple[str, ...] = ()      # run once on freshly loaded benchmark data: nothing needed

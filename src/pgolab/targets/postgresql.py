@@ -137,8 +137,13 @@ exec "$here/{bindir}/initdb" -D "$1" -E UTF8 --locale=C
 """
 
 
+# A backend process per connection (the build's _order refusal and the installation's counting read it).
+FORKS_BACKENDS = True
+
+
 class PostgreSQLTarget:
     server = "postgresql"
+    forks_backends = FORKS_BACKENDS
     server_program = "postgres"
     PLUGIN_ENGINES = {}       # one table storage (heap) here
 
@@ -280,7 +285,7 @@ class PostgreSQLInstallation:
     # and gcc inlines them into it (seen in a PGO build); PostgresMain is exported and never inlined.
     # Its start-up cost is cancelled by the difference of two runs (cost.CostExecutor).
     cost_entry_points: tuple[CostEntry, ...] = (CostEntry("PostgresMain"),)
-    forks_backends: bool = True   # a backend per connection writes its counters when it exits
+    forks_backends: bool = FORKS_BACKENDS   # a backend per connection writes its counters when it exits
     data_version_parts: int = 1   # 17.x share a data directory format (the major version)
     cost_repeatability: float = 0.015   # A/A read-only instructions differed by up to 1.3 % here
     # Run once on freshly loaded benchmark data. Until a vacuum sets the visibility map, an index-only
