@@ -193,8 +193,10 @@ def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tr
 # PGOLAB_LONG_TESTS=1 the clang build is context-sensitive too (last result: docs/results/long-tests).
 WITH_CS = os.environ.get("PGOLAB_LONG_TESTS") == "1"
 MATRIX_BASE = "rel_pgo_use"
-# LLVM 19's whole pipeline (PGO, ThinLTO, BOLT 19) in CI; LLVM 16's context-sensitive one in the long run.
-MATRIX_VARIANT = "rel_o2nofp_native_lto_pgo_use_cs_clang_bolt" if WITH_CS else "rel_o2nofp_native_lto_pgo_use_clang19_bolt"
+# LLVM 19's whole pipeline (PGO, ThinLTO, BOLT 19) with the layout axes PostgreSQL takes (split
+# functions, hot/cold sections, BOLT's hugify) in CI; LLVM 16's context-sensitive one in the long run.
+MATRIX_VARIANT = ("rel_o2nofp_native_lto_pgo_use_cs_clang_bolt" if WITH_CS
+                  else "rel_o2nofp_native_lto_pgo_use_split_hotcold_clang19_bolt_hugify")
 
 
 def stored_samples(store_path: Path) -> int:
@@ -281,6 +283,16 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     assert stats["reordered"] > 100 and stats["matched_share"] > 0.9 and stats["stale"] == 0
     assert "-Wl,--emit-relocs" in record.flags["final"]["link"]
     assert record.bolt["bolt-merge"]["branch_count"] > 0
+    if not WITH_CS:
+        # The layout axes: cold blocks split off and hot/cold sections kept apart before BOLT, whose
+        # hugify runtime starts the (answering) server.
+        assert "-fsplit-machine-functions" in record.flags["final"]["compile"]
+        assert "-Wl,-z,keep-text-section-prefix" in record.flags["final"]["link"]
+        assert "-hugify" in record.bolt["bolt-optimize"]["options"]
+        from pgolab import elf
+        assert {".text.split", ".text.hot", ".text.unlikely"} <= set(elf.section_names(Path(record.server_binary)))
+        nm = subprocess.run(["nm", record.server_binary], capture_output=True, text=True).stdout
+        assert "__bolt_hugify_start_program" in nm
 
     # A stale profile end to end (issue 33): the twin's profile read by a build of a changed copy of the
     # tree at another path. clang names PostgreSQL's static functions by absolute path: the import moves
@@ -288,7 +300,7 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     # the share that applied, int4abs changed.
     import shutil
     # (The twin ran only up to its merged profile, for its _bolt build: `profile make` finds that up to date.)
-    twin = MATRIX_VARIANT.removesuffix("_bolt")
+    twin = parse(MATRIX_VARIANT).without_bolt().name
     exported = tmp_path / "twin.profile.tgz"
     export = subprocess.run(pgolab("profile", "make", str(pg_tree.path), "--variant", twin, "--train-seconds",
                                    str(TRAIN_SECONDS), "-o", str(exported)), capture_output=True, text=True, timeout=600)

@@ -16,4 +16,4 @@ $P matrix "$S" --variants $VARIANTS --base $B --measure cost,qps --suite quick -
   --store $OUT/results.sqlite --out $OUT/report </dev/null > $OUT/report.txt
 $P builds --markdown --server postgresql-15 > $OUT/builds.md
 # What each layout axis left in the binaries: text sections, split-off parts, BOLT's hugify runtime.
-"$(dirname "$P")/python" "$PROOF_DIR/sections.py" "$S" ${VARIANTS//,/ } > $OUT/sections.txt
+"$(dirname "$P")/python" "$PROOF_DIR/../layout-sections.py" "$S" ${VARIANTS//,/ } > $OUT/sections.txt

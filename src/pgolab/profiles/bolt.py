@@ -24,10 +24,10 @@ from .base import ConsumptionCheck, int_after, log_text
 MERGED_FDATA = "merged.fdata"
 
 
-def runtime_lib(llvm_version: str) -> str:
-    """Debian's bolt-16 looks for its instrumentation runtime under /usr/lib/ and is given a path
-    relative to it (an absolute path is appended to /usr/lib/ as well)."""
-    return f"llvm-{llvm_version}/lib/libbolt_rt_instr.a"
+def runtime_lib(llvm_version: str, runtime: str = "instr") -> str:
+    """Debian's BOLT looks for its runtimes (instrumentation, hugify) under /usr/lib/ and is given a
+    path relative to it (an absolute path is appended to /usr/lib/ as well)."""
+    return f"llvm-{llvm_version}/lib/libbolt_rt_{runtime}.a"
 
 
 def function_order(llvm_version: str) -> str:
@@ -54,7 +54,8 @@ OPTIMIZE_OPTIONS = [
 # The `_hugify` axis: BOLT links its hugify runtime in, which at start-up copies the hot text (what
 # the layout put first) onto transparent huge pages (madvise: THP's `madvise` mode suffices), so the
 # hot code takes a few 2 MiB TLB entries instead of many 4 KiB ones. Cost mode simulates no TLB.
-HUGIFY_OPTIONS = ["-hugify"]
+def hugify_options(llvm_version: str) -> list[str]:
+    return ["-hugify", f"--runtime-hugify-lib={runtime_lib(llvm_version, 'hugify')}"]
 
 
 @dataclass
@@ -125,7 +126,7 @@ class BoltProfile:
     def use_flags(self, profile_dir: Path, build_dir: Path) -> list[str]:
         return [f"-data={profile_dir / MERGED_FDATA}", OPTIMIZE_OPTIONS[0],
                 f"-reorder-functions={function_order(self.llvm_version)}", *OPTIMIZE_OPTIONS[1:],
-                *HUGIFY_OPTIONS * self.hugify]
+                *(hugify_options(self.llvm_version) if self.hugify else [])]
 
     def redirect_env(self, compiled_dir: Path, target_dir: Path) -> dict[str, str]:
         return {}     # no run-time redirection: each training instruments its own copy

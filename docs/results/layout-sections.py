@@ -1,4 +1,4 @@
-"""What each layout axis left in its binary (issue 35), from the installed servers themselves:
+"""What each layout axis left in its binary (issue 35; run by the layout proofs' run.sh), from the installed servers themselves:
 text sections by name and size (readelf), functions split into a `.cold` part (nm), how closely
 an _order build follows its function order (the order file's functions found in the binary, and the
 share of consecutive pairs whose addresses increase), and BOLT's options and hugify runtime.

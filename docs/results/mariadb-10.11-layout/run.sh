@@ -1,0 +1,19 @@
+#!/bin/bash
+# Issue 35, the profile-driven layout axes on MariaDB 10.11.18 (Debian 12's tree), one process with a
+# thread per connection, so _order (function order from the training's temporal profile, its own
+# instrumented build) can be trained here, where PostgreSQL refuses it: LLVM 19's clang
+# PGO+ThinLTO build rel_lto_pgo_use_clang19 as the base, against _order, _split_hotcold (cold blocks
+# split off and hot/cold sections kept apart) and all three. One stored run, quick suite, 1 thread:
+# cost (a quarter of the events, two servers at once), then QPS (2 instances of 3 paired 2-second
+# blocks per test), with Debian's mariadbd as a reference. Five builds (two instrumented): about two
+# hours with the machine to itself. Resumable: run it again; a rebuild (new machine) starts a run of
+# its own.
+. "$(dirname "$0")/../proof-env.sh"
+S=$($P source mariadb --version 10.11)
+B=rel_lto_pgo_use_clang19
+VARIANTS=$B,rel_lto_pgo_use_order_clang19,rel_lto_pgo_use_split_hotcold_clang19,rel_lto_pgo_use_order_split_hotcold_clang19
+$P matrix "$S" --variants $VARIANTS --base $B --measure cost,qps --suite quick --cost-jobs 2 --cost-scale 0.25 \
+  --seconds 2 --instances 2 --blocks 3 --binary distro=/usr/sbin/mariadbd --run 'mariadb-layout-{binaries}' \
+  --store $OUT/results.sqlite --out $OUT/report </dev/null > $OUT/report.txt
+$P builds --markdown --server mariadb-10.11 > $OUT/builds.md
+"$(dirname "$P")/python" "$PROOF_DIR/../layout-sections.py" "$S" ${VARIANTS//,/ } > $OUT/sections.txt
