@@ -318,6 +318,14 @@ def test_the_layout_axes_add_their_flags_and_share_what_they_can():
     assert full.instrumented().name == "rel_lto_pgo_gen_order_clang19"
     assert variants.parse("rel_lto_pgo_use_split_hotcold_clang").instrumented().name == "rel_lto_pgo_gen_clang"
     assert full.without_bolt().name == "rel_lto_pgo_use_order_split_hotcold_clang19"
+    # The axes that only read a profile compile with their twin's: one training, twins differing in them alone.
+    assert full.profile_source().name == "rel_lto_pgo_use_order_clang19"
+    assert variants.parse("rel_lto_pgo_use_split_clang").profile_source().name == "rel_lto_pgo_use_clang"
+    assert variants.parse("rel_lto_pgo_use_clang").profile_source() == variants.parse("rel_lto_pgo_use_clang")
+    from pgolab.matrix import training_groups
+    groups = training_groups([variants.parse(n) for n in ("rel_lto_pgo_use_clang", "rel_lto_pgo_use_split_clang",
+                                                          "rel_lto_pgo_use_clang_bolt_hugify", "rel_o2nofp")])
+    assert sorted(map(len, groups)) == [1, 3]
     gen = variants.flags_for(full.instrumented(), CLANG19, profile_dir=PROFILE, build_dir=BUILD)
     assert "-mllvm=-pgo-temporal-instrumentation" in gen.compile
     assert not any("symbol-ordering" in f for f in gen.link)

@@ -8,8 +8,9 @@ A context-sensitive variant (`_cs`) has a chain of two: its instrumented build i
 `_pgo_csgen` build, itself a PGO build over the shared `_pgo_gen` one.
 
 A `_bolt` PGO build compiles with the profile of its twin (the same build without `_bolt`), so
-that the two differ in BOLT's layout alone and one training serves both. The twin is run up to
-its merge; its instrumented build is this build's too.
+that the two differ in BOLT's layout alone and one training serves both; so do the layout axes that
+only read a profile (`_split`, `_hotcold`): the twin is the build without them all
+(Variant.profile_source). The twin is run up to its merge; its instrumented build is this build's too.
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ class BuildChain:
         self.profile_twin: Build | None = None
         self.imports = getattr(request, "profile_file", None) is not None
         variant = request.variant
-        if variant.bolt and variant.reads_profile:
-            twin_variant = variant.without_bolt()
+        if variant.reads_profile and variant.profile_source() != variant:
+            twin_variant = variant.profile_source()
             label = f"{request.label}-{twin_variant.name}" if request.label else None
             self.profile_twin = make(replace(request, variant=twin_variant, label=label),
                                      PrefixedReporter("twin-", reporter), source_digest)

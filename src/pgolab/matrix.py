@@ -74,11 +74,12 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def training_groups(chosen: list[Variant]) -> list[list[Variant]]:
-    """The builds that go together, most costly first (ties by name): a PGO variant and its _bolt
-    twin share one training (the twin compiles with its profile); any other build stands alone."""
+    """The builds that go together, most costly first (ties by name): a PGO variant and the builds
+    that read its profile (its _bolt, _split, _hotcold twins) share one training; any other build
+    stands alone."""
     groups: dict[str, list[Variant]] = {}
     for v in chosen:
-        key = v.without_bolt().instrumented().name if v.reads_profile else v.name
+        key = v.profile_source().instrumented().name if v.reads_profile else v.name
         groups.setdefault(key, []).append(v)
     return [members for _, members in sorted(groups.items(), key=lambda g: (-sum(map(relative_cost, g[1])), g[0]))]
 

@@ -87,12 +87,13 @@ def instrumented_name(variant, distribution, engines=()) -> str:
 
 def require_own_profile(variant, name: str, command) -> None:
     """A profile file holds a PGO build's own training: refused for a build that reads no profile,
-    or (a _bolt build) reads its twin's. `command(variant name)` is the command the hint gives."""
+    or (a _bolt, _split or _hotcold build) reads its twin's. `command(variant name)` is the command
+    the hint gives."""
     if not variant.reads_profile:
         raise PgolabError(f"{name} ({variant.name}) is not a PGO build: it reads no profile",
                           hint=f"give a PGO build's, e.g. {command('rel_pgo_use')}")
-    if variant.bolt:
-        twin = variant.without_bolt().name
+    if variant.profile_source() != variant:
+        twin = variant.profile_source().name
         raise PgolabError(f"{name} compiles with the profile of its twin {twin}", hint=f"give that one: {command(twin)}")
 
 

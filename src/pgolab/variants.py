@@ -122,6 +122,12 @@ class Variant:
     def without_bolt(self) -> "Variant":
         return replace(self, bolt=False, hugify=False)
 
+    def profile_source(self) -> "Variant":
+        """The build whose training writes the profile this one reads: the same build without the axes
+        that only read a profile (BOLT's layout, function splitting, hot/cold sections), so that twins
+        differ in those axes alone and one training serves them all. Itself when it has none."""
+        return replace(self, bolt=False, hugify=False, split=False, hotcold=False)
+
     def describe(self) -> str:
         opt = "-O2 -fno-omit-frame-pointer" if self.o2nofp else "-O3 (Release)"
         bits = [self.compiler, opt]
