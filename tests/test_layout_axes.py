@@ -71,7 +71,7 @@ def test_function_order_split_and_hot_cold_sections_land_in_the_binary(tmp_path)
     runner = Runner(tmp_path / "profile.log")
     tool.merge(profile_dir, runner)
     order = tool.write_function_order(profile_dir, profile_dir / variants.FUNCTION_ORDER, runner)
-    assert order["traces_seen"] == 1 and order["functions"] >= 4, order
+    assert order.traces_seen == 1 and order.functions >= 4, order
     listed = [n for n in (profile_dir / variants.FUNCTION_ORDER).read_text().splitlines() if not n.startswith("#")]
     assert listed.index("first") < listed.index("second") < listed.index("third")   # first run first
 
@@ -111,7 +111,7 @@ def test_a_forked_process_whose_temporal_profile_cannot_be_merged_fails_the_trai
     assert list(profile_dir.glob("*.profraw")), "one process's file is there"
     with pytest.raises(PgolabError) as err:
         require_raw_profiles(profile_dir, tool, error_log)
-    assert "profile runtime failed" in str(err.value) and err.value.log == error_log
+    assert "profile runtime reported errors" in str(err.value) and err.value.log == error_log
     # The same program without temporal profiling merges both processes' counters.
     plain_dir = tmp_path / "plain"
     plain_dir.mkdir()
@@ -120,3 +120,42 @@ def test_a_forked_process_whose_temporal_profile_cannot_be_merged_fails_the_trai
         subprocess.run([str(plain), "fork"], env=tool.redirect_env(plain_dir, plain_dir), check=True,
                        stdout=subprocess.DEVNULL, stderr=log)
     assert require_raw_profiles(plain_dir, tool, error_log).files == 1
+
+
+def test_huge_code_is_read_from_the_executable_mappings_of_smaps():
+    from pgolab.stages.smoke import huge_code_kib
+    smaps = """55cefa600000-55cefa800000 r-xp 00a00000 fe:00 2564823   /x/bin/postgres
+Rss:                 444 kB
+AnonHugePages:         0 kB
+FilePmdMapped:      2048 kB
+55cefa800000-55cefa9fe000 rw-p 00c00000 fe:00 2564823   /x/bin/postgres
+AnonHugePages:      2048 kB
+FilePmdMapped:         0 kB
+7f0000000000-7f0000200000 r-xp 00000000 00:00 0
+AnonHugePages:      2048 kB
+"""
+    assert huge_code_kib(smaps) == 4096          # the data mapping's huge page is not code
+    assert huge_code_kib(smaps.replace("2048 kB", "0 kB")) == 0
+
+
+def test_postgresql_refuses_order_before_anything_is_built_and_best_leaves_it_out():
+    from pgolab.build import order_refusal, require_buildable
+    with pytest.raises(PgolabError) as err:
+        require_buildable(variants.parse("rel_lto_pgo_use_order_clang19"), "postgresql")
+    assert "forks a process per connection" in str(err.value) and "mariadb, mysql" in err.value.hint
+    require_buildable(variants.parse("rel_lto_pgo_use_order_clang19"), "mariadb")
+    require_buildable(variants.parse("rel_lto_pgo_use_split_hotcold_clang19"), "postgresql")
+    assert order_refusal(variants.parse("rel_lto_pgo_use_clang19"), "postgresql") is None
+    # A profile file holds a build's own training: a layout twin's is refused, naming the twin.
+    from pgolab.profile_file import require_own_profile
+    with pytest.raises(PgolabError) as err:
+        require_own_profile(variants.parse("rel_lto_pgo_use_split_clang19"), "x", lambda n: n)
+    assert "rel_lto_pgo_use_clang19" in str(err.value)
+    # pgolab best's real executor leaves out what the server refuses, and what cost mode cannot see.
+    from types import SimpleNamespace
+
+    from pgolab.best import MatrixRounds
+    rounds = MatrixRounds(SimpleNamespace(sources=[SimpleNamespace(server="postgresql")]), None, None, "")
+    assert "forks" in rounds.unmeasurable(variants.parse("rel_lto_pgo_use_order_clang19"))
+    assert "TLB" in rounds.unmeasurable(variants.parse("rel_lto_pgo_use_clang19_bolt_hugify"))
+    assert rounds.unmeasurable(variants.parse("rel_lto_pgo_use_split_clang19")) is None

@@ -300,7 +300,7 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     # the share that applied, int4abs changed.
     import shutil
     # (The twin ran only up to its merged profile, for its _bolt build: `profile make` finds that up to date.)
-    twin = parse(MATRIX_VARIANT).without_bolt().name
+    twin = parse(MATRIX_VARIANT).profile_source().name
     exported = tmp_path / "twin.profile.tgz"
     export = subprocess.run(pgolab("profile", "make", str(pg_tree.path), "--variant", twin, "--train-seconds",
                                    str(TRAIN_SECONDS), "-o", str(exported)), capture_output=True, text=True, timeout=600)

@@ -90,6 +90,9 @@ def test_names_by_file_are_found_under_the_trained_tree_and_moved_to_the_build_s
     llvm19 = [n.replace(".c:", ".c;") for n in names]
     assert plan(llvm19, new) == moved
     assert rewrite(f"{llvm19[0]}\n{llvm19[0]}:5", moved) == f"{new}/src/a.c;f\n{new}/src/a.c;f:5"
+    # A temporal profile's trace (an _order build's) names its functions on one line, comma-separated.
+    trace = f"# Weight:\n1\nmain,{llvm19[0]},shmem.c;local,{llvm19[1]},"
+    assert rewrite(trace, moved).split("\n")[2] == f"main,{new}/src/a.c;f,shmem.c;local,{new}/src/a.c;inl,"
 
 
 def gcc_stale_compile(tmp_path: Path) -> tuple[GccProfile, Path, Path, str]:

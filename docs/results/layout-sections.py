@@ -30,15 +30,16 @@ def symbols(binary: Path) -> dict[str, int]:
 
 
 def order_followed(order_file: Path, table: dict[str, int]) -> str:
+    """lld places a symbol of the order only under its exact name; ThinLTO renames promoted static
+    functions NAME.llvm.<hash>, which the order does not reach: counted apart."""
     names = [n for n in order_file.read_text().splitlines() if n.strip() and not n.startswith("#")]
-    # ThinLTO renames promoted local functions NAME.llvm.<hash>: match those by their stem.
-    stems = {}
-    for sym, addr in table.items():
-        stems.setdefault(sym.split(".llvm.")[0], addr)
-    addrs = [stems[n] for n in names if n in stems]
-    rising = sum(b > a for a, b in zip(addrs, addrs[1:]))
-    return (f"order file: {len(names)} functions, {len(addrs)} found in the binary; consecutive found pairs "
-            f"in rising address order: {rising} of {max(len(addrs) - 1, 0)}")
+    exact = [table[n] for n in names if n in table]
+    stems = {sym.split(".llvm.")[0] for sym in table if ".llvm." in sym}
+    renamed = sum(1 for n in names if n not in table and n in stems)
+    rising = sum(b > a for a, b in zip(exact, exact[1:]))
+    return (f"order file: {len(names)} functions, {len(exact)} found in the binary by their name, {renamed} more "
+            f"renamed by ThinLTO (not placed); consecutive found pairs in rising address order: {rising} of "
+            f"{max(len(exact) - 1, 0)}")
 
 
 def main() -> None:
@@ -54,13 +55,16 @@ def main() -> None:
         print(f"  functions with a .cold part: {len(cold)}")
         variant = parse(name)
         if variant.order:
-            merge = record.profile.get("merge", {}).get("function_order", {})
-            print(f"  temporal profile: {merge.get('traces_kept')} traces kept of {merge.get('traces_seen')} seen")
-            print("  " + order_followed(Path(record.profile["merge"]["merged"]).parent / FUNCTION_ORDER, table))
+            made = next((record.profile[p] for p in ("merge", "profile-import") if p in record.profile), {})
+            order = made.get("function_order", {})
+            print(f"  temporal profile: {order.get('traces_kept')} traces kept of {order.get('traces_seen')} seen")
+            print("  " + order_followed(Path(order["file"]), table))
         if variant.bolt:
             optimize = record.bolt["bolt-optimize"]
             print(f"  BOLT {optimize['version']}: {' '.join(o for o in optimize['options'] if not o.startswith('-data='))}")
             print(f"  BOLT hugify runtime symbols: {sorted(s for s in table if 'hugify' in s.lower()) or 'none'}")
+        if variant.hugify:
+            print(f"  code on huge pages in the smoke test: {record.huge_code_kib} KiB")
         print()
 
 

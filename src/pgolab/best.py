@@ -28,7 +28,6 @@ from .measurement import MODEL_FIGURE
 from .report import analysis_of
 from .stats import Estimate
 from .store import Store
-from .targets import target_for
 from .toolchains import toolchain
 from .variants import AXES, Axis, Variant, parse
 
@@ -215,8 +214,10 @@ class MatrixRounds:
     def unmeasurable(self, candidate: Variant) -> str | None:
         if candidate.native and (avx512 := toolchain(candidate.compiler).native_avx512()):
             return f"-march=native enables {', '.join(avx512)} here, which valgrind's callgrind cannot run"
+        if candidate.hugify:
+            return "huge pages change the TLB's work, which cost mode does not simulate (measure _hugify in QPS)"
         return next((why for tree in self.request.sources
-                     if (why := order_refusal(candidate, target_for(tree.server))) is not None), None)
+                     if (why := order_refusal(candidate, tree.server)) is not None), None)
 
     def confirm(self, result: SearchResult) -> int:
         """The winner, the runner-up and the start in QPS, with the reference binaries; the run's id."""

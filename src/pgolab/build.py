@@ -35,7 +35,7 @@ from .stages.compile import CompileContext, compile_phases
 from .stages.context import Runners, SealedDigest, Servers
 from .stages.pgo import PROFILE_IMPORT, PROFILE_READY, TRAINING_PHASES, PgoContext, pgo_phases
 from .stages.smoke import SmokeContext, smoke_phase
-from .targets import target_for
+from .targets import TARGETS, target_for
 from .targets.base import engines_suffix
 from .toolchains import ALLOCATORS, require
 from .toolchains import toolchain as find_toolchain
@@ -97,13 +97,21 @@ class BuildResult:
     digest: str      # of the last phase: what a build that depends on this one chains from
 
 
-def order_refusal(variant: Variant, target) -> str | None:
-    """Why this server cannot have an _order build, or None. A temporal profile is one trace per
-    process file, and LLVM's runtime cannot merge one into a file another process wrote ("Temporal
-    profiles do not support profile merging at runtime"): a forked backend inherits its parent's file
-    name, so all but the first writer's counts would be lost."""
-    if variant.order and target.forks_backends:
-        return (f"{variant.name}: _order cannot train {target.server}, which forks a process per connection "
+def require_buildable(variant: Variant, server: str) -> None:
+    """Refuses, before anything is built, a variant the server cannot have. `_order`: a temporal
+    profile is one trace per process file, and LLVM's runtime cannot merge one into a file another
+    process wrote ("Temporal profiles do not support profile merging at runtime"); a forked backend
+    inherits its parent's file name, so all but the first writer's counts would be lost."""
+    if (why := order_refusal(variant, server)) is not None:
+        one_process = ", ".join(name for name, t in TARGETS.items() if not t.forks_backends)
+        raise PgolabError(why, hint=f"use _hotcold, _split or _bolt for a profile-driven layout of {server}; "
+                                    f"_order serves servers of one process ({one_process})")
+
+
+def order_refusal(variant: Variant, server: str) -> str | None:
+    """Why this server cannot have this _order build (see require_buildable), or None."""
+    if variant.order and target_for(server).forks_backends:
+        return (f"{variant.name}: _order cannot train {server}, which forks a process per connection "
                 "(LLVM's runtime cannot merge their temporal profiles, and would lose their counts)")
     return None
 
@@ -124,9 +132,7 @@ class Pipeline:
         self.source_digest = source_digest or tree_digest(request.source.path)
         self.layout = BuildLayout(variant_dir(request.source, request.name, self.source_digest))
         self.dir, self.logs = self.layout.dir, self.layout.logs    # what callers (matrix, quality) name
-        if (why := order_refusal(self.variant, self.target)) is not None:
-            raise PgolabError(why, hint=f"use _hotcold, _split or _bolt for a profile-driven layout of {self.target.server}; "
-                                        "_order serves one-process servers (mariadb, mysql)")
+        require_buildable(self.variant, request.source.server)
         self.chain = BuildChain(request, self.reporter, self.source_digest, Pipeline)
         # Where this build's profile lives: what its training wrote (pgo=use, csgen), its twin's,
         # or the directory compiled into the binary (pgo=gen; a training redirects it at run time).
@@ -211,7 +217,7 @@ class Pipeline:
     def pgo_context(self) -> PgoContext:
         owner = self.profile_owner
         # A profile comes from a file (--profile) or a training, decided once by the chain; the build
-        # that reads it makes it unless it is a _bolt build, whose twin does.
+        # that reads it makes it unless it has a profile twin (_bolt, _split, _hotcold), which does.
         imports, makes = self.chain.imports, owner is self
         expected = profile_file.expected_identity(
             self.request.source.server, content_digest(self.request.source.path, self.source_digest),
@@ -226,7 +232,7 @@ class Pipeline:
             sealed_digest=owner.read_sealed(), build_log=self.layout.log("build"), train=self.request.train,
             runner=self.runners, servers=self.servers, reporter=self.reporter,
             profile_file=self.request.profile_file if imports and makes else None, expected=expected,
-            # A _bolt build's twin imports the profile but runs no check: the build that compiles checks.
+            # A profile twin imports the profile but runs no check: the build that compiles checks.
             stale_min_match=self.request.stale_min_match if imports else None)
 
     def bolt_context(self) -> BoltContext:
@@ -242,7 +248,7 @@ class Pipeline:
     def smoke_context(self) -> SmokeContext:
         allocator = ALLOCATORS[self.variant.allocator].library if self.variant.allocator else None
         return SmokeContext(self.servers, self.runners, self.reporter,
-                            self.target.server_binary(self.layout.install_dir), allocator)
+                            self.target.server_binary(self.layout.install_dir), allocator, self.variant.hugify)
 
     # -- phases -------------------------------------------------------------
     def plan(self) -> list[Phase]:
@@ -275,7 +281,9 @@ class Pipeline:
             if upstream is not None:
                 self.ran_any |= not upstream.up_to_date
                 start = digest(start, upstream.digest)
-            chain = PhaseEngine(self.state, self.reporter).run(self.plan(), start, until)
+            plan = self.plan()
+            self.state.keep_only([phase.name for phase in plan])
+            chain = PhaseEngine(self.state, self.reporter).run(plan, start, until)
             if self.request.replicate > 1 and until is None:
                 self.toolchain.family.check_layout_seed(self.layout.layout_seed_dir)
             self.ran_any |= bool(chain.ran)
@@ -326,6 +334,7 @@ class Pipeline:
             build_cpu_seconds=round(sum(v.get("cpu_seconds") or 0 for v in phases.values()), 1),
             profile={k: phases[k] for k in ("merge", PROFILE_IMPORT, "check-profile") if k in phases},
             smoke=phases.get("smoke", {}).get("version"),
+            huge_code_kib=phases.get("smoke", {}).get("huge_code_kib"),
             code_bytes=elf.code_bytes(binary) if binary.exists() else None,
             binary_digest=file_digest(binary) if binary.exists() else None,
             native_avx512=self.toolchain.native_avx512() if self.variant.native else None,

@@ -22,7 +22,7 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from . import debian, paths, sources, toolchains
 from . import variants as variants_mod
-from .build import BuildRequest, build as run_build, like_distribution
+from .build import BuildRequest, build as run_build, like_distribution, require_buildable
 from .errors import PgolabError, from_os_error
 from . import replicates as replicates_mod
 from .fleet import BenchOptions
@@ -320,6 +320,8 @@ def build_cmd(
     if distribution:
         console.print(f"configured like Debian's {distribution.package} {distribution.version} "
                       f"(options read from {distribution.read_from})")
+    for v in parsed:      # every refusal before the first build
+        require_buildable(v, tree.server)
     records = []
     for v, k in ((v, k) for v in parsed for k in range(1, replicates + 1)):
         request = BuildRequest(tree, v, spec, jobs=jobs, extra_args=list(cmake_arg), use_ccache=not no_ccache,

@@ -18,7 +18,7 @@ from typing import Protocol
 from . import bench, paths
 from . import labels as target_labels
 from . import variants as variants_mod
-from .build import BuildRequest, BuildResult, Pipeline
+from .build import BuildRequest, BuildResult, Pipeline, require_buildable
 from .errors import PgolabError
 from .fleet import BenchTarget
 from .measurement import BenchOptions
@@ -147,6 +147,8 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
     # Tree by tree in the order given, each tree's variants cheapest first.
     order = [(tree, v, k) for tree in request.sources for v in build_order(chosen)
              for k in range(1, request.replicates + 1)]
+    for tree, variant, _ in order:      # every refusal before the first build
+        require_buildable(variant, tree.server)
     started = time.monotonic()
     results, targets = [], []
     for i, (tree, variant, k) in enumerate(order):

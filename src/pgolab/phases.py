@@ -152,6 +152,15 @@ class PhaseState:
         self.data.get("partial", {}).pop(name, None)
         self._save()
 
+    def keep_only(self, names: list[str]) -> None:
+        """Phases a build no longer has (its plan changed: e.g. it now reads a twin's profile instead
+        of training) are forgotten, so its record does not report work that did not make it."""
+        gone = [n for n in self.phases if n not in names]
+        for name in gone:
+            self.phases.pop(name)
+        if gone:
+            self._save()
+
     def forget_from(self, name: str, order: list[str]) -> None:
         """A phase that runs again invalidates every phase after it."""
         for later in order[order.index(name):]:

@@ -20,9 +20,9 @@ from .stored import known_fields
 
 RECORD_FILE = "build.json"
 # build.json's format: 1 had no version field; 2 adds it; 3 adds code_bytes and bolt; 4 adds
-# binary_digest; 5 adds distribution; 6 adds replicate and layout_seed; 7 adds engines. A newer file is
+# binary_digest; 5 adds distribution; 6 adds replicate and layout_seed; 7 adds engines; 8 adds huge_code_kib. A newer file is
 # refused, not misread.
-RECORD_VERSION = 7
+RECORD_VERSION = 8
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,8 @@ class BuildRecord:
     layout_seed: str | None = None
     # Storage-engine plugins built with the server ([] none, or recorded before version 7).
     engines: list[str] = field(default_factory=list)
+    # A _hugify build's running code on huge pages, as its smoke test read it (None: not measured).
+    huge_code_kib: int | None = None
     record_version: int = RECORD_VERSION
     kind = "variant"      # a run's target that pgolab built
 

@@ -157,6 +157,10 @@ class ServerProcess:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.running() else None
+
     def check_alive(self) -> None:
         """Report a crashed server with its error log."""
         if self.proc is not None and self.proc.poll() is not None:

@@ -212,6 +212,8 @@ class CompilerFamily(Protocol):
     temporal_profile_flags: tuple[str, ...]   # `_order`: the instrumented build's
     split_flags: tuple[str, ...]              # `_split`
     hotcold_link_flags: tuple[str, ...]       # `_hotcold`
+    split_absent: str                         # why a family without `_split` needs none
+    hotcold_absent: str                       # why a family without `_hotcold` needs none
     # Debug information valgrind 3.19 reads, should a build (or a part of it) turn -g on: clang's
     # DWARF 5 has forms it cannot read (seen: 0x23, 0x25), and cost mode would die on the binary.
     debug_version_flags: tuple[str, ...]
@@ -225,7 +227,6 @@ class CompilerFamily(Protocol):
     def avx512_of(self, output: str) -> set[str]: ...
     def tool_overrides(self, toolchain: Toolchain, lto: bool) -> dict[str, str]: ...
     def profile_tool(self, toolchain: Toolchain): ...
-    def layout_note(self, token: str) -> str: ...
     # A build replicate's other code layout (replicates.py): what it is, its link flags, and what
     # must exist in `folder` before the link.
     layout_seed_method: str
@@ -250,6 +251,8 @@ class Gcc:
     temporal_profile_flags = ()
     split_flags = ()
     hotcold_link_flags = ()
+    split_absent = "gcc splits a profiled function's cold blocks out itself (-freorder-blocks-and-partition, on at -O2)"
+    hotcold_absent = "GNU ld's default script already groups .text.hot and .text.unlikely"
     debug_version_flags = ()
     llvm_version = LLVM_VERSION
     links_with_lld = False
@@ -269,10 +272,6 @@ class Gcc:
     def profile_tool(self, toolchain: Toolchain):
         return GccProfile()
 
-    def layout_note(self, token: str) -> str:
-        return {"split": "gcc splits a profiled function's cold blocks out itself (-freorder-blocks-and-partition, "
-                         "on at -O2)",
-                "hotcold": "GNU ld's default script already groups .text.hot and .text.unlikely"}[token]
 
     def native_features_argv(self, toolchain: Toolchain) -> list[str]:
         return [toolchain.cc, "-march=native", "-Q", "--help=target"]
@@ -316,6 +315,7 @@ class Clang:
     split_flags = ("-fsplit-machine-functions",)
     # lld merges every .text.* into .text in input order unless told to keep these prefixes apart.
     hotcold_link_flags = ("-Wl,-z,keep-text-section-prefix",)
+    split_absent = hotcold_absent = ""     # (it has both)
     debug_version_flags = ("-fdebug-default-version=4",)    # no debug information by itself
     links_with_lld = True
     extra_build_cost = 0.1
@@ -352,8 +352,6 @@ class Clang:
     def profile_tool(self, toolchain: Toolchain):
         return ClangProfile(toolchain.profdata)
 
-    def layout_note(self, token: str) -> str:
-        return ""
 
     def native_features_argv(self, toolchain: Toolchain) -> list[str]:
         return [toolchain.cc, "-march=native", "-###", "-x", "c", "-c", "/dev/null", "-o", "/dev/null"]

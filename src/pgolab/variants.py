@@ -234,10 +234,10 @@ def _check_layout(name: str, variant: Variant) -> None:
             raise _unknown(name, "_order and _cs each train an instrumented build of their own: choose one")
         if variant.pgo not in ("gen", "use"):
             raise _unknown(name, "_order follows _pgo_use (its instrumented build is _pgo_gen with _order)")
-    for on, token, flags in ((variant.split, "split", family.split_flags),
-                             (variant.hotcold, "hotcold", family.hotcold_link_flags)):
+    for on, token, flags, absent in ((variant.split, "split", family.split_flags, family.split_absent),
+                                     (variant.hotcold, "hotcold", family.hotcold_link_flags, family.hotcold_absent)):
         if on and not flags:
-            raise _unknown(name, f"_{token} is clang's: {family.layout_note(token)}")
+            raise _unknown(name, f"_{token} is clang's: {absent}")
         if on and variant.pgo != "use":
             raise _unknown(name, f"_{token} lays code out by the profile: it follows _pgo_use")
     if variant.hugify and not variant.bolt:

@@ -5,9 +5,11 @@
 # PGO+ThinLTO build rel_lto_pgo_use_clang19 as the base, against _order, _split_hotcold (cold blocks
 # split off and hot/cold sections kept apart) and all three. One stored run, quick suite, 1 thread:
 # cost (a quarter of the events, two servers at once), then QPS (2 instances of 3 paired 2-second
-# blocks per test), with Debian's mariadbd as a reference. Five builds (two instrumented): about two
-# hours with the machine to itself. Resumable: run it again; a rebuild (new machine) starts a run of
-# its own.
+# blocks per test), with Debian's mariadbd as a reference. Six builds (two instrumented, two trainings:
+# _split_hotcold reads the base's profile, _order_split_hotcold its _order twin's); estimated, not run:
+# two to three hours with the machine to itself (MariaDB's clang PGO+LTO build took 35.5 CPU min in
+# ../mariadb-10.11-workloads/builds.md). Resumable: run it again; a rebuild (new machine) starts a run
+# of its own.
 . "$(dirname "$0")/../proof-env.sh"
 S=$($P source mariadb --version 10.11)
 B=rel_lto_pgo_use_clang19

@@ -93,10 +93,29 @@ class ProfileTool(Protocol):
         only planned); what moved (profiles/relocation.py)."""
     def function_weights(self, profile_dir: Path, build_dir: Path, runner: Runner,
                          scratch: Path) -> dict[str, int]: ...
-    def write_function_order(self, profile_dir: Path, out: Path, runner: Runner) -> dict:
+    def write_function_order(self, profile_dir: Path, out: Path, runner: Runner) -> "FunctionOrder":
         """The order the training first ran the functions in (temporal profile) written to `out` for
         the linker (the `_order` axis; only a tool whose profile records it)."""
     def overlap_figure(self, training: Path, benchmark: Path, runner: Runner) -> str | None: ...
+
+
+@dataclass
+class FunctionOrder:
+    """A function order written from a temporal profile (the `_order` axis): its file, how many
+    functions it places, and the traces it came from (kept of seen: the profile keeps a sample)."""
+
+    file: Path
+    functions: int
+    traces_kept: int
+    traces_seen: int
+
+    def describe(self) -> str:
+        return (f"{self.functions} functions from {self.traces_kept} temporal traces "
+                f"(of {self.traces_seen} processes)")
+
+    def as_dict(self) -> dict:
+        return {"file": str(self.file), "functions": self.functions, "traces_kept": self.traces_kept,
+                "traces_seen": self.traces_seen}
 
 
 def files_digest(files: list[Path]) -> str:
@@ -118,7 +137,8 @@ def require_raw_profiles(profile_dir: Path, tool: ProfileTool, error_log: Path |
     failed = [line for line in log_text(error_log).splitlines() if tool.runtime_error in line] \
         if error_log is not None and tool.runtime_error else []
     if failed:
-        raise PgolabError(f"the training server's profile runtime failed {len(failed)} time(s): {failed[0].strip()}",
+        raise PgolabError(f"the training server's profile runtime reported errors ({len(failed)} lines), the first: "
+                          f"{failed[0].strip()}",
                           log=error_log, hint="the profile would miss those processes' counts; the error log "
                                               "says which files; fix the cause and build again")
     stats = raw_stats(profile_dir, tool)

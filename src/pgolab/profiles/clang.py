@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import elf
 from ..errors import PgolabError
 from ..runner import Runner
-from .base import ConsumptionCheck, files_digest, int_after, log_text, object_files
+from .base import ConsumptionCheck, FunctionOrder, files_digest, int_after, log_text, object_files
 from .relocation import Relocation, plan, rewrite
 
 # clang reads this name inside a -fprofile-use directory by default (MySQL relies on it).
@@ -47,7 +47,9 @@ class ClangProfile:
 
     def redirect_env(self, compiled_dir: Path, target_dir: Path) -> dict[str, str]:
         """LLVM_PROFILE_FILE must be absolute (the server chdir()s into its data directory) and
-        unique per process (%p) and binary (%m): PostgreSQL forks a backend per connection."""
+        unique per binary (%m) and process (%p). A forked PostgreSQL backend keeps the name its
+        parent expanded and merges its counters into that file at exit (what %m allows; a
+        temporal profile cannot be merged so: build.require_buildable)."""
         if not target_dir.is_absolute():
             raise PgolabError(f"internal: profile directory must be absolute: {target_dir}")
         return {"LLVM_PROFILE_FILE": str(target_dir / "raw-%m-%p.profraw")}
@@ -121,7 +123,7 @@ class ClangProfile:
             weights[name] = weights.get(name, 0) + sum(counters)
         return weights
 
-    def write_function_order(self, profile_dir: Path, out: Path, runner: Runner) -> dict:
+    def write_function_order(self, profile_dir: Path, out: Path, runner: Runner) -> FunctionOrder:
         """`llvm-profdata order`: the functions of the profile's temporal traces (each process's first
         calls, in time) in an order that keeps each trace's functions close, one name a line after
         `#` comments, as lld's --symbol-ordering-file reads it."""
@@ -136,8 +138,7 @@ class ClangProfile:
             raise PgolabError(f"the profile in {profile_dir} holds no temporal traces: no function order",
                               log=runner.log_path, hint="its instrumented build must be an _order one "
                                                         "(-pgo-temporal-instrumentation); build it again")
-        return {"file": str(out), "functions": len(names), "traces_kept": int(found.group(1)),
-                "traces_seen": int(found.group(2))}
+        return FunctionOrder(out, len(names), int(found.group(1)), int(found.group(2)))
 
     def overlap_figure(self, training: Path, benchmark: Path, runner: Runner) -> str | None:
         """llvm-profdata's own overlap figure, reported beside pgolab's."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import PgolabError
 from ..runner import Runner
-from .base import ConsumptionCheck, files_digest, log_text, object_files
+from .base import ConsumptionCheck, FunctionOrder, files_digest, log_text, object_files
 from .relocation import Relocation
 
 
@@ -135,5 +135,5 @@ class GccProfile:
     def overlap_figure(self, training: Path, benchmark: Path, runner: Runner) -> str | None:
         return None     # gcc 12's gcov-tool overlap is not trustworthy (see function_weights)
 
-    def write_function_order(self, profile_dir: Path, out: Path, runner: Runner) -> dict:
+    def write_function_order(self, profile_dir: Path, out: Path, runner: Runner) -> FunctionOrder:
         raise PgolabError("internal: gcc's profile records no function order (variants.parse refuses gcc's _order)")

@@ -153,10 +153,17 @@ def plan(names: list[str], tree: Path, recorded_root: str = "", build_dir: Path 
 
 
 def rewrite(text: str, relocation: Relocation) -> str:
-    """A profile's text form with every name under the old prefix (a function's, or an indirect
-    call target's `<name>:<count>`) moved to the new one; counters and comments are untouched."""
+    """A profile's text form with every name under the old prefix (a function's, an indirect call
+    target's `<name>:<count>`, or one of a temporal trace's comma-separated names) moved to the new
+    one; counters and comments are untouched."""
     if not relocation.moves:
         return text
     old = relocation.old + "/"
     new = relocation.new + "/"
-    return "\n".join(new + line[len(old):] if line.startswith(old) else line for line in text.split("\n"))
+
+    def moved(name: str) -> str:
+        return new + name[len(old):] if name.startswith(old) else name
+
+    # (Mangled and file-qualified names hold no comma: a line with one is a trace.)
+    return "\n".join(",".join(map(moved, line.split(","))) if "," in line and not line.startswith("#")
+                     else moved(line) for line in text.split("\n"))

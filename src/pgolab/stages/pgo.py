@@ -129,9 +129,8 @@ def function_order(ctx: PgoContext, runner) -> dict:
     if not ctx.compile.variant.order:
         return {}
     order = ctx.tool.write_function_order(ctx.profile_dir, ctx.profile_dir / FUNCTION_ORDER, runner)
-    ctx.reporter.message(f"function order: {order['functions']} functions from {order['traces_kept']} temporal "
-                         f"traces (of {order['traces_seen']} processes)")
-    return {"function_order": order}
+    ctx.reporter.message(f"function order: {order.describe()}")
+    return {"function_order": order.as_dict()}
 
 
 # The import's revision where the tool names functions by file: 2 moves the names onto the tree.

@@ -1,5 +1,6 @@
 """Start the built server, ask it its version, stop it cleanly; a build with another malloc must
-name that library for the loader."""
+name that library for the loader; a build whose BOLT layout asked for huge pages (`_hugify`) says
+how much of its running code the kernel put on them."""
 
 from __future__ import annotations
 
@@ -19,10 +20,13 @@ class SmokeContext:
     reporter: Reporter
     binary: Path | None = None
     allocator: str | None = None    # the library the binary must need (the allocator axis)
+    hugify: bool = False            # measure the running server's code on huge pages
 
 
 def smoke_phase(ctx: SmokeContext) -> Phase:
-    return Phase("smoke", "start the server, query it, stop it cleanly", None, lambda: smoke(ctx))
+    # (No input unless it measures huge pages: the smoke phases of builds made before keep their digests.)
+    return Phase("smoke", "start the server, query it, stop it cleanly", {"huge_code": True} if ctx.hugify else None,
+                 lambda: smoke(ctx))
 
 
 def smoke(ctx: SmokeContext) -> dict:
@@ -30,15 +34,37 @@ def smoke(ctx: SmokeContext) -> dict:
     try:
         with server:
             version = server.query(server.installation.version_sql(), what="version query")
+            huge = huge_code_kib(Path(f"/proc/{server.pid}/smaps").read_text()) if ctx.hugify else None
     finally:
         ctx.servers.discard(server, "smoke")
     ctx.reporter.message(f"server answered: {version}")
+    result: dict = {"version": version}
+    if huge is not None:
+        # BOLT's runtime asks for huge pages; whether the kernel gives them for a binary's text is the
+        # kernel's (file-backed text needs CONFIG_READ_ONLY_THP_FOR_FS): say what it did.
+        ctx.reporter.message(f"code on huge pages: {huge} KiB" if huge else
+                             "code on huge pages: none (this kernel put none of the server's code on huge "
+                             "pages: _hugify changes no mapping here)")
+        result["huge_code_kib"] = huge
     if ctx.allocator is None:
-        return {"version": version}
+        return result
     needed = elf.needed_libraries(ctx.binary)
     linked = [n for n in needed if n.startswith(f"lib{ctx.allocator}.so")]
     if not linked:
         raise PgolabError(f"{ctx.binary} does not need lib{ctx.allocator} (it needs {', '.join(needed)})",
                           hint="the link dropped the allocator; see the build log's link line")
     ctx.reporter.message(f"malloc from {linked[0]}")
-    return {"version": version, "allocator": linked[0]}
+    return {**result, "allocator": linked[0]}
+
+
+def huge_code_kib(smaps: str) -> int:
+    """KiB of executable mappings on huge pages, from /proc/PID/smaps: file text mapped by a PMD
+    (FilePmdMapped) or copied to anonymous huge pages (AnonHugePages)."""
+    total, executable = 0, False
+    for line in smaps.splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and "-" in fields[0] and len(fields[1]) == 4:    # a mapping's header line
+            executable = "x" in fields[1]
+        elif executable and fields and fields[0] in ("FilePmdMapped:", "AnonHugePages:"):
+            total += int(fields[1])
+    return total
