@@ -248,3 +248,30 @@ def test_a_replicate_shares_the_instrumented_build_and_keeps_its_own_twin():
     made.clear()
     BuildChain(BuildRequest(tree, parse("rel_pgo_use_bolt"), TrainingSpec()).replicate_of(3), QuietReporter(), "d", make)
     assert [(r.name, r.replicate, r.train.seed) for r in made] == [("rel_pgo_use+r3", 3, 3)]
+
+
+def test_a_layout_axis_reads_the_profile_of_the_build_without_it():
+    """_split, _hotcold (and _bolt, _hugify on top) compile with their profile twin's training: the
+    build without them, labelled as they are; _order trains an instrumented build of its own."""
+    from pgolab.chain import BuildChain
+    from pgolab.phases import QuietReporter
+
+    made = []
+
+    class Upstream:
+        def __init__(self, request):
+            self.request, self.variant, self.instrumented = request, request.variant, None
+            self.profile_dir = Path(f"/nonexistent/{request.name}/profile")
+
+    def make(request, reporter, digest):
+        made.append(request)
+        return Upstream(request)
+
+    tree = SourceTree(Path("/nonexistent/mariadb-10.11.18"), "mariadb", "10.11.18")
+    chain = BuildChain(BuildRequest(tree, parse("rel_lto_pgo_use_split_hotcold_clang19_bolt_hugify"), TrainingSpec(),
+                                    label="L"), QuietReporter(), "d", make)
+    assert [r.name for r in made] == ["L-rel_lto_pgo_use_clang19"]
+    assert chain.profile_dir(Path("/own")) == Path("/nonexistent/L-rel_lto_pgo_use_clang19/profile")
+    made.clear()
+    BuildChain(BuildRequest(tree, parse("rel_lto_pgo_use_order_clang19"), TrainingSpec()), QuietReporter(), "d", make)
+    assert [r.name for r in made] == ["rel_lto_pgo_gen_order_clang19"]
