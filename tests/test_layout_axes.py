@@ -58,14 +58,19 @@ def symbols_by_address(binary: Path) -> list[str]:
     return [line.split()[2] for line in out.splitlines() if line.split()[1] in "tT"]
 
 
-def test_function_order_split_and_hot_cold_sections_land_in_the_binary(tmp_path):
+def instrumented_order_build(tmp: Path):
+    """LLVM 19's profile tool, an empty profile folder, and the program built as an _order build's
+    instrumented build (temporal profiling)."""
     for program in ("clang-19", "ld.lld-19", "llvm-profdata-19"):
         need(program)
     from pgolab.toolchains import toolchain
-    tool = toolchain("clang19").profile
-    profile_dir = tmp_path / "profile"
+    profile_dir = tmp / "profile"
     profile_dir.mkdir()
-    gen = build(tmp_path, "rel_pgo_gen_order_clang19", profile_dir, "gen")
+    return toolchain("clang19").profile, profile_dir, build(tmp, "rel_pgo_gen_order_clang19", profile_dir, "gen")
+
+
+def test_function_order_split_and_hot_cold_sections_land_in_the_binary(tmp_path):
+    tool, profile_dir, gen = instrumented_order_build(tmp_path)
     env = tool.redirect_env(profile_dir, profile_dir)
     subprocess.run([str(gen)], env=env, check=True, capture_output=True)
     runner = Runner(tmp_path / "profile.log")
@@ -97,13 +102,7 @@ def test_a_forked_process_whose_temporal_profile_cannot_be_merged_fails_the_trai
     """Why PostgreSQL refuses _order: a forked child shares its parent's profile file (%m merges them),
     and LLVM's runtime refuses to merge temporal profiles. pgolab reads the runtime's error in the
     server's log instead of taking the surviving file for the whole profile."""
-    for program in ("clang-19", "ld.lld-19", "llvm-profdata-19"):
-        need(program)
-    from pgolab.toolchains import toolchain
-    tool = toolchain("clang19").profile
-    profile_dir = tmp_path / "profile"
-    profile_dir.mkdir()
-    gen = build(tmp_path, "rel_pgo_gen_order_clang19", profile_dir, "gen")
+    tool, profile_dir, gen = instrumented_order_build(tmp_path)
     error_log = tmp_path / "server-error.log"
     with open(error_log, "w") as log:
         subprocess.run([str(gen), "fork"], env=tool.redirect_env(profile_dir, profile_dir), check=True,
