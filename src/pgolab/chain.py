@@ -58,8 +58,7 @@ class BuildChain:
         self.profile_twin: Build | None = None
         self.imports = getattr(request, "profile_file", None) is not None
         variant = request.variant
-        if variant.reads_profile and variant.profile_source() != variant:
-            twin_variant = variant.profile_source()
+        if (twin_variant := variant.profile_twin()) is not None:
             label = f"{request.label}-{twin_variant.name}" if request.label else None
             self.profile_twin = make(replace(request, variant=twin_variant, label=label),
                                      PrefixedReporter("twin-", reporter), source_digest)

@@ -79,7 +79,7 @@ def training_groups(chosen: list[Variant]) -> list[list[Variant]]:
     stands alone."""
     groups: dict[str, list[Variant]] = {}
     for v in chosen:
-        key = v.profile_source().instrumented().name if v.reads_profile else v.name
+        key = v.instrumented().name if v.reads_profile else v.name    # (twins share their source's)
         groups.setdefault(key, []).append(v)
     return [members for _, members in sorted(groups.items(), key=lambda g: (-sum(map(relative_cost, g[1])), g[0]))]
 

@@ -92,8 +92,8 @@ def require_own_profile(variant, name: str, command) -> None:
     if not variant.reads_profile:
         raise PgolabError(f"{name} ({variant.name}) is not a PGO build: it reads no profile",
                           hint=f"give a PGO build's, e.g. {command('rel_pgo_use')}")
-    if variant.profile_source() != variant:
-        twin = variant.profile_source().name
+    if (source := variant.profile_twin()) is not None:
+        twin = source.name
         raise PgolabError(f"{name} compiles with the profile of its twin {twin}", hint=f"give that one: {command(twin)}")
 
 

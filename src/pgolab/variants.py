@@ -12,8 +12,8 @@ again and both profiles are merged), then clang's code layout from the profile: 
 (functions in the order the training first ran them: temporal profiling, LLVM 17+), ``_split``
 (-fsplit-machine-functions: cold blocks out of hot functions) and ``_hotcold`` (lld keeps the
 profile's .text.hot/.text.unlikely/.text.split sections apart instead of interleaving them), and
-``_bolt`` last: post-link layout (BOLT) of that build, ``_bolt_hugify`` with its hot code remapped
-onto 2 MiB pages as the server starts. None of them is part of the study, and none needs hardware
+``_bolt`` last: post-link layout (BOLT) of that build, ``_bolt_hugify`` with BOLT's runtime that asks
+the kernel for 2 MiB pages under the hot code as the server starts. None of them is part of the study, and none needs hardware
 counters: every profile here is counted by instrumentation during the training.
 
 Flags are always *added* after the build type's own flags (see targets), never
@@ -63,7 +63,7 @@ class Variant:
     split: bool = False       # -fsplit-machine-functions
     hotcold: bool = False     # lld's -z keep-text-section-prefix
     bolt: bool = False
-    hugify: bool = False      # BOLT's -hugify: hot text onto huge pages at start-up
+    hugify: bool = False      # BOLT's -hugify: asks for huge pages under the hot text at start-up
 
     @property
     def name(self) -> str:
@@ -113,11 +113,10 @@ class Variant:
         """The profile-generating build that feeds this PGO variant: the _pgo_csgen build for a
         context-sensitive one, whose own is the shared _pgo_gen build."""
         pgo = "csgen" if self.cs else "gen"
-        # The link-only axes, and the layout axes that only read the profile, compile the same
-        # instrumented code: they share the instrumented build without them. _order does not: its
-        # instrumented build also records when each function first ran.
-        return replace(self, pgo=pgo, partial=False, cs=False, split=False, hotcold=False, bolt=False,
-                       hugify=False, static_rt=False, allocator="")
+        # The axes that only read a profile, and the link-only ones, compile the same instrumented
+        # code: they share the instrumented build without them. _order does not: its instrumented
+        # build also records when each function first ran.
+        return replace(self.profile_source(), pgo=pgo, partial=False, cs=False, static_rt=False, allocator="")
 
     def without_bolt(self) -> "Variant":
         return replace(self, bolt=False, hugify=False)
@@ -127,6 +126,12 @@ class Variant:
         that only read a profile (BOLT's layout, function splitting, hot/cold sections), so that twins
         differ in those axes alone and one training serves them all. Itself when it has none."""
         return replace(self, bolt=False, hugify=False, split=False, hotcold=False)
+
+    def profile_twin(self) -> "Variant | None":
+        """The build whose profile this PGO build compiles with when that is another build's (its
+        profile source), else None (it trains, or reads no profile)."""
+        source = self.profile_source()
+        return source if self.reads_profile and source != self else None
 
     def describe(self) -> str:
         opt = "-O2 -fno-omit-frame-pointer" if self.o2nofp else "-O3 (Release)"

@@ -17,3 +17,6 @@ $P matrix "$S" --variants $VARIANTS --base $B --measure cost,qps --suite quick -
 $P builds --markdown --server postgresql-15 > $OUT/builds.md
 # What each layout axis left in the binaries: text sections, split-off parts, BOLT's hugify runtime.
 "$(dirname "$P")/python" "$PROOF_DIR/../layout-sections.py" "$S" ${VARIANTS//,/ } > $OUT/sections.txt
+# The kernel's huge-page settings the _hugify build met (its smoke test measured the result).
+{ uname -r; cat /sys/kernel/mm/transparent_hugepage/enabled
+  grep -E "READ_ONLY_THP|TRANSPARENT_HUGEPAGE" "/boot/config-$(uname -r)" 2>/dev/null || zcat /proc/config.gz | grep -E "READ_ONLY_THP|TRANSPARENT_HUGEPAGE"; } > $OUT/kernel.txt
