@@ -1,5 +1,6 @@
 """What a killed pgolab leaves behind is found and handled by the next run (fast parts)."""
 
+import functools
 import os
 import shutil
 import subprocess
@@ -222,3 +223,16 @@ def test_the_module_that_starts_servers_loads_ctypes_before_any_child_runs():
     out = subprocess.run([sys.executable, "-c", "import sys, pgolab.server; print('ctypes' in sys.modules)"],
                          capture_output=True, text=True)
     assert out.stdout.strip() == "True", out.stderr
+
+
+def test_a_child_whose_starter_died_before_it_asked_for_the_death_signal_ends_instead_of_running_on():
+    """The kernel sends the parent-death signal only to a child that asked before its parent died: a
+    child whose parent is not the one that started it (killed between fork and prctl) must end."""
+    from pgolab.server import die_with_parent
+    ran = [sys.executable, "-c", "print('ran')"]
+    orphan = subprocess.run(ran, preexec_fn=functools.partial(die_with_parent, int(dead_pid())),
+                            capture_output=True, text=True)
+    assert (orphan.returncode, orphan.stdout) == (1, "")
+    child = subprocess.run(ran, preexec_fn=functools.partial(die_with_parent, os.getpid()),
+                           capture_output=True, text=True)
+    assert (child.returncode, child.stdout) == (0, "ran\n")

@@ -12,6 +12,7 @@ from __future__ import annotations
 # from a process that had not imported ctypes before, once `import pgolab.server` stopped loading
 # the recipes and their database drivers).
 import ctypes
+import functools
 import os
 import shutil
 import signal
@@ -29,11 +30,15 @@ LOG_TAIL_LINES = 40
 _LIVE: set["ServerProcess"] = set()
 
 
-def _die_with_parent() -> None:
+def die_with_parent(parent: int) -> None:
     """In the child before exec: the kernel sends SIGTERM (a clean shutdown, so profiles are still
-    written) when the pgolab process that started the server dies, even by SIGKILL."""
+    written) when the pgolab process that started the server dies, even by SIGKILL. A parent that
+    died between fork and this call sends nothing: the child, reparented by then, ends at once (seen
+    in CI: a PostgreSQL server outlived a pgolab killed just after "start server")."""
     PR_SET_PDEATHSIG = 1
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -118,7 +123,7 @@ class ServerProcess:
         self.proc = subprocess.Popen(argv, stdout=out, stderr=err,
                                      stdin=subprocess.DEVNULL, cwd=cwd,
                                      env={**os.environ, **self.env}, start_new_session=True,
-                                     preexec_fn=_die_with_parent,
+                                     preexec_fn=functools.partial(die_with_parent, os.getpid()),
                                      **as_user_kwargs(self.installation.run_as))
         _LIVE.add(self)
         deadline = time.monotonic() + timeout
