@@ -92,7 +92,7 @@ def test_instrumented_twin_keeps_every_other_axis():
 def test_bolt_is_the_last_axis_and_round_trips(name):
     variant = variants.parse(name)
     assert variant.bolt and variant.name == name
-    assert variant.without_bolt().name == name[:-len("_bolt")]
+    assert variant.profile_source().name == name[:-len("_bolt")]
     assert not variant.instrumented().bolt       # BOLT lays out the optimized build, not the instrumented one
 
 
@@ -317,7 +317,6 @@ def test_the_layout_axes_add_their_flags_and_share_what_they_can():
     # _order records first calls in an instrumented build of its own; the others read any profile.
     assert full.instrumented().name == "rel_lto_pgo_gen_order_clang19"
     assert variants.parse("rel_lto_pgo_use_split_hotcold_clang").instrumented().name == "rel_lto_pgo_gen_clang"
-    assert full.without_bolt().name == "rel_lto_pgo_use_order_split_hotcold_clang19"
     # The axes that only read a profile compile with their twin's: one training, twins differing in them alone.
     assert full.profile_source().name == "rel_lto_pgo_use_order_clang19"
     assert variants.parse("rel_lto_pgo_use_split_clang").profile_source().name == "rel_lto_pgo_use_clang"

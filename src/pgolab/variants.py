@@ -118,9 +118,6 @@ class Variant:
         # build also records when each function first ran.
         return replace(self.profile_source(), pgo=pgo, partial=False, cs=False, static_rt=False, allocator="")
 
-    def without_bolt(self) -> "Variant":
-        return replace(self, bolt=False, hugify=False)
-
     def profile_source(self) -> "Variant":
         """The build whose training writes the profile this one reads: the same build without the axes
         that only read a profile (BOLT's layout, function splitting, hot/cold sections), so that twins
