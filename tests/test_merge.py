@@ -23,14 +23,19 @@ def test_shards_cover_the_matrix_once_balanced_and_the_same_everywhere():
     rest = [v for v in matrix.choose("published") if v.name != "rel_o2nofp"]
     shards = [matrix.shard_of(rest, k, 3) for k in (1, 2, 3)]
     assert sorted(v.name for s in shards for v in s) == sorted(v.name for v in rest)
-    loads = [sum(map(matrix.relative_cost, s)) for s in shards]
-    assert max(loads) - min(loads) <= max(map(matrix.relative_cost, rest))
+    loads = [sum(map(matrix.group_cost, matrix.training_groups(s))) for s in shards]
+    assert max(loads) - min(loads) <= max(map(matrix.group_cost, matrix.training_groups(rest)))
     # Whatever order the variants come in (another machine, another --variants spelling).
     assert [sorted(v.name for v in s) for s in shards] == \
         [sorted(v.name for v in matrix.shard_of(list(reversed(rest)), k, 3)) for k in (1, 2, 3)]
     pgo = matrix.choose("rel_pgo_use,rel_lto", bolt=True)
     assert [{v.name for v in matrix.shard_of(pgo, k, 2)} for k in (1, 2)] == \
         [{"rel_pgo_use", "rel_pgo_use_bolt"}, {"rel_lto"}], "a PGO build and its _bolt twin share one training"
+    # A twin beside its profile source compiles with that training's profile: it pays no training.
+    pgo_use, twin = pgo[0], pgo[-1]
+    assert twin.profile_twin() == pgo_use
+    assert matrix.group_cost([pgo_use, twin]) < matrix.relative_cost(pgo_use) + matrix.relative_cost(twin)
+    assert matrix.group_cost([twin]) == matrix.relative_cost(twin)
     with pytest.raises(PgolabError, match="K/N"):
         matrix.parse_shard("4/3")
 

@@ -50,16 +50,23 @@ def relative_cost(v: Variant) -> float:
     """A build's cost in plain builds, as measured here (MariaDB 10.11 on 2 cores): a PGO cycle is
     about two builds plus training, a context-sensitive one a third; LTO links slowly; BOLT adds an
     instrumented training."""
-    cost = 1.0
-    if v.lto:
-        cost += 0.6
-    if v.pgo == "use":
-        cost = cost * 2.1 + 0.2
-    if v.cs:
-        cost += 1.1
-    if v.bolt:
-        cost += 0.4
-    return cost + compiler_family(v.compiler).extra_build_cost
+    return _compile_cost(v) + _training_cost(v) + (1.1 if v.cs else 0.0) + (0.4 if v.bolt else 0.0) \
+        + compiler_family(v.compiler).extra_build_cost
+
+
+def _compile_cost(v: Variant) -> float:
+    return 1.6 if v.lto else 1.0
+
+
+def _training_cost(v: Variant) -> float:
+    """What a PGO build pays before its own compile: the instrumented build and the training."""
+    return _compile_cost(v) * 1.1 + 0.2 if v.pgo == "use" else 0.0
+
+
+def group_cost(members: list[Variant]) -> float:
+    """A training group's cost: a twin whose profile source is in the group compiles with that
+    training's profile, so it pays its own compile only."""
+    return sum(relative_cost(v) - (_training_cost(v) if v.profile_twin() in members else 0.0) for v in members)
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -81,7 +88,7 @@ def training_groups(chosen: list[Variant]) -> list[list[Variant]]:
     for v in chosen:
         key = v.instrumented().name if v.reads_profile else v.name    # (twins share their source's)
         groups.setdefault(key, []).append(v)
-    return [members for _, members in sorted(groups.items(), key=lambda g: (-sum(map(relative_cost, g[1])), g[0]))]
+    return [members for _, members in sorted(groups.items(), key=lambda g: (-group_cost(g[1]), g[0]))]
 
 
 def shard_of(chosen: list[Variant], k: int, n: int) -> list[Variant]:
@@ -91,7 +98,7 @@ def shard_of(chosen: list[Variant], k: int, n: int) -> list[Variant]:
     load, assigned = [0.0] * n, [[] for _ in range(n)]
     for members in training_groups(chosen):
         share = min(range(n), key=lambda i: (load[i], i))
-        load[share] += sum(map(relative_cost, members))
+        load[share] += group_cost(members)
         assigned[share] += members
     return [v for v in chosen if v in assigned[k - 1]]
 
