@@ -3,6 +3,7 @@
 import functools
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -229,10 +230,12 @@ def test_a_child_whose_starter_died_before_it_asked_for_the_death_signal_ends_in
     """The kernel sends the parent-death signal only to a child that asked before its parent died: a
     child whose parent is not the one that started it (killed between fork and prctl) must end."""
     from pgolab.server import die_with_parent
-    ran = [sys.executable, "-c", "print('ran')"]
+    # The child prints the signal it will get when its parent dies (PR_GET_PDEATHSIG).
+    ran = [sys.executable, "-c", "import ctypes; s = ctypes.c_int(); "
+                                 "ctypes.CDLL(None).prctl(2, ctypes.byref(s)); print(s.value)"]
     orphan = subprocess.run(ran, preexec_fn=functools.partial(die_with_parent, int(dead_pid())),
                             capture_output=True, text=True)
     assert (orphan.returncode, orphan.stdout) == (1, "")
     child = subprocess.run(ran, preexec_fn=functools.partial(die_with_parent, os.getpid()),
                            capture_output=True, text=True)
-    assert (child.returncode, child.stdout) == (0, "ran\n")
+    assert (child.returncode, child.stdout) == (0, f"{int(signal.SIGTERM)}\n"), child.stderr

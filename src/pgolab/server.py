@@ -30,13 +30,18 @@ LOG_TAIL_LINES = 40
 _LIVE: set["ServerProcess"] = set()
 
 
+# Looked up here, not in the child: dlopen after fork in a process with threads can deadlock.
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+PR_SET_PDEATHSIG = 1
+
+
 def die_with_parent(parent: int) -> None:
     """In the child before exec: the kernel sends SIGTERM (a clean shutdown, so profiles are still
     written) when the pgolab process that started the server dies, even by SIGKILL. A parent that
     died between fork and this call sends nothing: the child, reparented by then, ends at once (seen
     in CI: a PostgreSQL server outlived a pgolab killed just after "start server")."""
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
     if os.getppid() != parent:
         os._exit(1)
 
