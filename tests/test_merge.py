@@ -2,6 +2,7 @@
 the base, and merge makes one run or refuses with the reason (fake measures: pure logic on the real
 store, scheduler and report)."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ from pgolab.fleet import BenchTarget
 from pgolab.measurement import BenchOptions, Sample
 from pgolab.record import BinaryInfo
 from pgolab.store import Store
+from pgolab.toolchains import compiler_family
+from pgolab.variants import parse
 
 from test_measures import FakeFleet, FakeInstallation
 from test_runfile import FakeCost, FakeCostExecutor
@@ -31,11 +34,22 @@ def test_shards_cover_the_matrix_once_balanced_and_the_same_everywhere():
     pgo = matrix.choose("rel_pgo_use,rel_lto", bolt=True)
     assert [{v.name for v in matrix.shard_of(pgo, k, 2)} for k in (1, 2)] == \
         [{"rel_pgo_use", "rel_pgo_use_bolt"}, {"rel_lto"}], "a PGO build and its _bolt twin share one training"
-    # A twin beside its profile source compiles with that training's profile: it pays no training.
-    pgo_use, twin = pgo[0], pgo[-1]
-    assert twin.profile_twin() == pgo_use
-    assert matrix.group_cost([pgo_use, twin]) < matrix.relative_cost(pgo_use) + matrix.relative_cost(twin)
-    assert matrix.group_cost([twin]) == matrix.relative_cost(twin)
+    # A twin beside its profile source compiles with that training's profile: it pays its compile
+    # (a plain build, and clang's extra) and BOLT's own training (0.4), no second instrumented build
+    # or training.
+    for name in ("rel_pgo_use", "rel_pgo_use_cs_clang"):
+        source = parse(name)
+        twin = replace(source, bolt=True)
+        assert twin.profile_twin() == source
+        extra = compiler_family(source.compiler).extra_build_cost
+        assert matrix.group_cost([source, twin]) == pytest.approx(matrix.relative_cost(source) + 1.0 + extra + 0.4)
+        assert matrix.group_cost([twin]) == matrix.relative_cost(twin)
+    # A build that trains a profile of its own from the same instrumented build pays the training
+    # (0.2), not the instrumented build again.
+    partial = parse("rel_pgo_use_partial")
+    assert partial.instrumented() == parse("rel_pgo_use").instrumented()
+    assert matrix.group_cost([parse("rel_pgo_use"), partial]) == \
+        pytest.approx(matrix.relative_cost(parse("rel_pgo_use")) + 1.0 + 0.2)
     with pytest.raises(PgolabError, match="K/N"):
         matrix.parse_shard("4/3")
 

@@ -50,7 +50,7 @@ def relative_cost(v: Variant) -> float:
     """A build's cost in plain builds, as measured here (MariaDB 10.11 on 2 cores): a PGO cycle is
     about two builds plus training, a context-sensitive one a third; LTO links slowly; BOLT adds an
     instrumented training."""
-    return _compile_cost(v) + _training_cost(v) + (1.1 if v.cs else 0.0) + (0.4 if v.bolt else 0.0) \
+    return _compile_cost(v) + _instrumented_cost(v) + _training_cost(v) + (0.4 if v.bolt else 0.0) \
         + compiler_family(v.compiler).extra_build_cost
 
 
@@ -58,15 +58,25 @@ def _compile_cost(v: Variant) -> float:
     return 1.6 if v.lto else 1.0
 
 
+def _instrumented_cost(v: Variant) -> float:
+    """The instrumented build(s) a PGO build compiles with: _pgo_gen's, and _pgo_csgen's for _cs."""
+    if v.pgo != "use":
+        return 0.0
+    return _compile_cost(v) * 1.1 + (1.1 if v.cs else 0.0)
+
+
 def _training_cost(v: Variant) -> float:
-    """What a PGO build pays before its own compile: the instrumented build and the training."""
-    return _compile_cost(v) * 1.1 + 0.2 if v.pgo == "use" else 0.0
+    return 0.2 if v.pgo == "use" else 0.0
 
 
 def group_cost(members: list[Variant]) -> float:
-    """A training group's cost: a twin whose profile source is in the group compiles with that
-    training's profile, so it pays its own compile only."""
-    return sum(relative_cost(v) - (_training_cost(v) if v.profile_twin() in members else 0.0) for v in members)
+    """A training group's cost: its members share one instrumented build (training_groups), and a twin
+    whose profile source is in the group compiles with that training's profile, so it pays no
+    training either."""
+    own = sum(relative_cost(v) - _instrumented_cost(v) - _training_cost(v) for v in members)
+    instrumented = {v.instrumented().name: _instrumented_cost(v) for v in members if v.pgo == "use"}
+    trainings = sum(_training_cost(v) for v in members if v.profile_twin() not in members)
+    return own + sum(instrumented.values()) + trainings
 
 
 def parse_shard(text: str) -> tuple[int, int]:
