@@ -50,12 +50,16 @@ def relative_cost(v: Variant) -> float:
     """A build's cost in plain builds, as measured here (MariaDB 10.11 on 2 cores): a PGO cycle is
     about two builds plus training, a context-sensitive one a third; LTO links slowly; BOLT adds an
     instrumented training."""
-    return _compile_cost(v) + _instrumented_cost(v) + _training_cost(v) + (0.4 if v.bolt else 0.0) \
-        + compiler_family(v.compiler).extra_build_cost
+    return _own_cost(v) + _instrumented_cost(v) + _training_cost(v)
 
 
 def _compile_cost(v: Variant) -> float:
     return 1.6 if v.lto else 1.0
+
+
+def _own_cost(v: Variant) -> float:
+    """What no other build shares: its own compile, with BOLT's training."""
+    return _compile_cost(v) + (0.4 if v.bolt else 0.0) + compiler_family(v.compiler).extra_build_cost
 
 
 def _instrumented_cost(v: Variant) -> float:
@@ -73,7 +77,7 @@ def group_cost(members: list[Variant]) -> float:
     """A training group's cost: its members share one instrumented build (training_groups), and a twin
     whose profile source is in the group compiles with that training's profile, so it pays no
     training either."""
-    own = sum(relative_cost(v) - _instrumented_cost(v) - _training_cost(v) for v in members)
+    own = sum(map(_own_cost, members))
     instrumented = {v.instrumented().name: _instrumented_cost(v) for v in members if v.pgo == "use"}
     trainings = sum(_training_cost(v) for v in members if v.profile_twin() not in members)
     return own + sum(instrumented.values()) + trainings

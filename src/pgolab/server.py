@@ -7,10 +7,6 @@ status; a forced kill is the last resort and is reported as such.
 
 from __future__ import annotations
 
-# Imported here, not in the child: the child may already run as the unprivileged server user, who
-# cannot read this Python's library folder (seen: every PostgreSQL start failed "in preexec_fn"
-# from a process that had not imported ctypes before, once `import pgolab.server` stopped loading
-# the recipes and their database drivers).
 import ctypes
 import functools
 import os
@@ -30,7 +26,10 @@ LOG_TAIL_LINES = 40
 _LIVE: set["ServerProcess"] = set()
 
 
-# Looked up here, not in the child: dlopen after fork in a process with threads can deadlock.
+# Loaded and looked up here, not in the child: the child may already run as the unprivileged server
+# user, who cannot read this Python's library folder (seen: every PostgreSQL start failed "in
+# preexec_fn" when ctypes was first imported there), and dlopen after fork in a process with threads
+# can deadlock.
 _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
 PR_SET_PDEATHSIG = 1
 
