@@ -4,8 +4,20 @@
 # (sha256) in every run and the runs share their cost options; the tables go to this folder.
 # Each comparison runs once its runs are committed (the MySQL and PostgreSQL ones come from proofs of
 # 2026-11-27); a missing store is skipped with a line saying so.
+# PROOF_STEPS=measure measures here what the comparisons lack: Debian's mariadbd on the suite and at
+# the events the Intel run used (the AMD run it was compared with ran the full suite, so the write
+# tests differed in what ran before them too). compare (the default) writes the tables.
 . "$(dirname "$0")/../proof-env.sh"
+STEPS=" ${PROOF_STEPS:-compare} "
 R=docs/results
+if [[ $STEPS == *" measure "* ]]; then
+  # bench needs two targets: the same binary twice (an A/A pair, which also shows this run's own spread).
+  $P bench --base distro --binary distro=/usr/sbin/mariadbd --binary distro-again=/usr/sbin/mariadbd \
+    --measure cost --suite quick --cost-jobs 2 --cost-scale 0.25 \
+    --run 'mariadb-distro-{binaries}' --store "$OUT/results.sqlite" --out "$OUT/distro-quick" </dev/null > "$OUT/distro-quick.txt"
+  grep -m1 'model name' /proc/cpuinfo > "$OUT/distro-quick-host.txt"
+fi
+[[ $STEPS == *" compare "* ]] || exit 0
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 compare() {   # NAME LABEL FOLDER:RUN... (RUN "newest": the store's newest run)
   local name=$1 label=$2 files=(); shift 2
@@ -21,6 +33,9 @@ compare() {   # NAME LABEL FOLDER:RUN... (RUN "newest": the store's newest run)
 # Debian's mariadbd 10.11.19 (9b44b62ca595): the BOLT proof (AMD EPYC, full suite) and the .deb proof
 # (Intel Xeon, quick suite), both at a quarter of the events.
 compare mariadb-distro distro mariadb-10.11-bolt:mariadb-bolt-870196ce mariadb-10.11-deb:mariadb-deb-8269fc0c
+# The same binary on the same suite on both vendors: this folder's own run (PROOF_STEPS=measure, AMD
+# EPYC) against the .deb proof's (Intel Xeon).
+compare mariadb-distro-quick distro cost-across-machines:newest mariadb-10.11-deb:mariadb-deb-8269fc0c
 # PostgreSQL 15.18 rel_o2nofp (gcc): the same sha256 (7efa1c992194) on AMD EPYC family 25 (the Dask
 # long test, 2026-11-26) and on Intel Xeon (the replicates proof, 2026-11-27), but no committed AMD run
 # measured that binary (the LLVM 19 proof's rel_o2nofp, da721b55e216, was built before pg_config's
