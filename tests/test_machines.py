@@ -1,6 +1,8 @@
 """`pgolab machines`: one binary's cost per query from runs on two machines, side by side; refused
 for two binaries under one label or for runs of other options. Synthetic stores, known answers."""
 
+import math
+
 import pytest
 
 from pgolab import machines, merge
@@ -51,3 +53,62 @@ def test_two_binaries_or_other_options_are_refused(tmp_path):
         machines.compare(merge.load(store, ["one", "full"]), "b")
     # Another suite is compared on the tests both ran.
     assert len(machines.compare(merge.load(store, ["one", "full"]), "a").table("machines").rows) == 3
+
+
+def _paired_run(store, name, cpu, speedup, noise_seed, cost_ratio=1.25):
+    """A run of base "a" and variant "b" (one binary each, the same in every run) on one machine:
+    QPS in 2 instances of 3 paired blocks, b faster by `speedup`; cost per query b cheaper by cost_ratio."""
+    import random
+    rng = random.Random(noise_seed)
+    options = BenchOptions(modes=("cost", "qps"))
+    run_id, _ = store.create_or_resume_run(
+        name, server="mariadb", base="a", suite="quick", options=options,
+        host=Host.from_dict({"cpu": cpu, "cpu_id": "cpu family 1", "cores": 2, "memory_gib": 1, "kernel": "k"}),
+        identity={"suite": "quick", "options": {"cost_scale": options.cost_scale}, "host": {"cpu": cpu},
+                  "targets": {"a": "a" * 64, "b": "b" * 64}},
+        command="pgolab bench (test)")
+    for label, digest in (("a", "a" * 64), ("b", "b" * 64)):
+        store.add_target(run_id, label, "binary", f"/bin/{label}", digest, BinaryInfo(f"/bin/{label}", "", label))
+    for m, micro in enumerate(["point-1/point-query", "point-1/range", "writes/insert", "writes/update"]):
+        cycles = 1000.0 * (m + 1)
+        store.add(run_id, Sample(Step("cost", micro, 1, 1, 0, "a"), {"cycles": cycles, "instructions": cycles / 2}, 1.0), "g")
+        store.add(run_id, Sample(Step("cost", micro, 1, 1, 1, "b"),
+                                 {"cycles": cycles / cost_ratio, "instructions": cycles / 2 / cost_ratio}, 1.0), "g")
+        for inst in (1, 2):
+            for block in (1, 2, 3):
+                qps = 5000.0 * rng.lognormvariate(0, 0.05)
+                for pos, (label, factor) in enumerate((("a", 1.0), ("b", speedup))):
+                    value = qps * factor * rng.lognormvariate(0, 0.01)
+                    store.add(run_id, Sample(Step("qps", micro, inst, block, pos, label),
+                                             {"qps": value, "cpu_us": 1e6 / value}, 1.0), "g")
+
+
+def test_a_ratio_on_two_machines_shows_the_machine_to_machine_component(tmp_path):
+    """The same two binaries on two machines: QPS 10 % faster on one, 30 % on the other (far beyond
+    each run's ~0.5 % error) gives a machine-to-machine SD near the log distance's; the cost model,
+    the same on both, gives none; both ratios are printed per machine with its CPU."""
+    store = Store(tmp_path / "s.sqlite")
+    _paired_run(store, "amd", "AMD EPYC", 1.10, 1)
+    _paired_run(store, "intel", "Intel Xeon", 1.30, 2)
+    data = machines.compare(merge.load(store, ["amd", "intel"]), "b")
+    rows = data.table("ratios").rows
+    qps = {r["machine"].split(":")[0]: r for r in rows if r["figure"] == "rQPS"}
+    assert qps["AMD EPYC (cpu family 1)"]["ratio"].value == pytest.approx(1.10, rel=0.01)
+    assert qps["Intel Xeon (cpu family 1)"]["ratio"].value == pytest.approx(1.30, rel=0.01)
+    over = qps["over the 2 machines"]
+    # Two machines, log ratios log 1.1 and log 1.3: their SD is |difference| / sqrt 2 = 11.8 %.
+    assert over["between"] == pytest.approx(100 * abs(math.log(1.3 / 1.1)) / math.sqrt(2), rel=0.1)
+    assert over["within"] < 1.0 and over["ratio"].low < 1.10 and over["ratio"].high > 1.30
+    cost = [r for r in rows if r["figure"].startswith("rCost") and r["machine"].startswith("over")]
+    assert cost and cost[0]["between"] == 0 and cost[0]["ratio"].value == pytest.approx(1.25)
+
+
+def test_no_ratio_when_the_base_is_another_binary_somewhere(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    _paired_run(store, "amd", "AMD EPYC", 1.10, 1)
+    _run(store, "other", "Intel Xeon", "b" * 64, {"point-1/point-query": 800.0})   # base "a" here is "b"'s digest
+    other = store.run("other")
+    store.add_target(other.id, "b", "binary", "/bin/b", "b" * 64, BinaryInfo("/bin/b", "", "b"))
+    data = machines.compare(merge.load(store, ["amd", "other"]), "b")
+    assert all(t.key != "ratios" for t in data.tables)
+    assert "another binary" in dict(data.notes)["Against a base"]

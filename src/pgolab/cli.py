@@ -739,7 +739,9 @@ def machines_cmd(
     out_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="also export the table here"),
 ) -> None:
     """One binary's cost per query, test by test, from runs on several machines, side by side: how far
-    cost mode's figures depend on the host. Refused unless the label is one binary (sha256) in every run."""
+    cost mode's figures depend on the host; and its ratio to the runs' base on each machine, with the
+    machine-to-machine component, when the base is one binary too. Refused unless the label is one
+    binary (sha256) in every run."""
     from . import machines, merge
     from .render import export, print_terminal
     from .store import Store

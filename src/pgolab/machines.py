@@ -1,5 +1,7 @@
 """One binary measured on several machines (`pgolab machines`): its cost per query, test by test, from
-each run that measured it (runs stored here, or files written by `pgolab export`), side by side.
+each run that measured it (runs stored here, or files written by `pgolab export`), side by side; and,
+when every run measured it against one base binary too, that comparison on each machine with the
+machine-to-machine component (the spread of the ratio between machines, beside each run's own error).
 
 Cost mode simulates one fixed machine, so a binary's figures should not depend on the host valgrind ran
 on; this shows how far they do. The runs must be one experiment but for their targets, hosts and suites
@@ -11,12 +13,16 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
 
-from . import merge
+from . import merge, stats
 from .document import Column, Report, Table
 from .errors import PgolabError
 from .host import Host
 from .measurement import figures
+from .store import Store
 
 COST = "cost"
 # What may differ between the runs of one experiment on two machines: the targets and the base they
@@ -80,5 +86,87 @@ def compare(shards: list[merge.Shard], label: str, bound: float = merge.CROSS_MA
     notes = [("Identities", "the runs' identities differ only in their targets and hosts"
               + (f", and in {', '.join(differing)} (the cost method's record of the host, or a key one run "
                  f"did not record yet)" if differing else ""))]
-    return Report(f"pgolab machines: {label}", facts, [Table("machines", "One binary, per test, on each machine",
-                                                             columns, rows, note=note)], notes)
+    tables = [Table("machines", "One binary, per test, on each machine", columns, rows, note=note)]
+    against, why_not = ratio_base(shards, label)
+    if against:
+        tables.append(ratios_table(shards, label, against, [m for m, _ in common]))
+    else:
+        notes.append(("Against a base", why_not))
+    return Report(f"pgolab machines: {label}", facts, tables, notes)
+
+
+def ratio_base(shards: list[merge.Shard], label: str) -> tuple[str | None, str]:
+    """The base every run compared `label` with, if it is one binary in all of them; else why not."""
+    bases = {s.rows["run"]["base"] for s in shards}
+    if len(bases) > 1:
+        return None, f"the runs have different bases ({', '.join(sorted(bases))}): no ratio is compared"
+    base = bases.pop()
+    if base == label:
+        return None, f"{label} is the runs' base: no ratio is compared"
+    digests = {_digest(s, base) for s in shards}
+    if len(digests) > 1:
+        return None, (f"the base {base} is another binary in some run ({', '.join(sorted(d[:12] for d in digests))}): "
+                      f"its ratios are not compared across machines")
+    return base, ""
+
+
+@dataclass(frozen=True)
+class MachineEstimate:
+    """One run's suite figure of a label against the base, and where it was measured."""
+    run: str
+    host: Host
+    figure_name: str        # the ratio's name, "(model)" for the cost model's
+    estimate: stats.Estimate
+
+
+def machine_estimates(shards: list[merge.Shard], label: str, base: str, micros: list[str]
+                      ) -> dict[str, list[MachineEstimate]]:
+    """Per figure key, each run's suite estimate of `label` against `base` on the tests all runs share
+    (each run analysed alone, as its own report does, in a store of its own that is thrown away)."""
+    from .report import analysis_of
+    from .report.tables import figure_name
+    found: dict[str, list[MachineEstimate]] = {}
+    with tempfile.TemporaryDirectory(prefix="pgolab-machines-") as folder:
+        for i, shard in enumerate(shards):
+            store = Store(Path(folder) / f"{i}.sqlite")
+            run_id, _ = store.add_rows(shard.rows)
+            _, a = analysis_of(store, run_id, base)
+            for f in a.headline():
+                suite = a.suites.get((f.key, label))
+                keys = [m for m in micros if suite and m in suite.micros]
+                if keys:
+                    name = figure_name(a, f) if a.is_model(f) else f.ratio_name   # the CPU is a column here
+                    found.setdefault(f.key, []).append(
+                        MachineEstimate(shard.rows["run"]["name"], a.host, name, suite.summary(keys)))
+    return found
+
+
+def ratios_table(shards: list[merge.Shard], label: str, base: str, micros: list[str]) -> Table:
+    """`label` against `base`, both one binary everywhere, on each machine, and over the machines: a
+    random-effects combination whose between-machine SD (τ) is the machine-to-machine component."""
+    columns = [Column("figure", "figure"), Column("machine", "machine"), Column("ratio", "ratio [95% CI]"),
+               Column("verdict", "verdict"), Column("within", "within-run SE %"),
+               Column("between", "machine-to-machine SD %")]
+    rows = []
+    shared = sorted(set(micros))
+    for per_run in machine_estimates(shards, label, base, shared).values():
+        if len(per_run) < len(shards):
+            continue
+        name = per_run[0].figure_name
+        for m in per_run:
+            e = m.estimate
+            rows.append({"figure": name, "machine": f"{m.host.cpu} ({m.host.cpu_id}): {m.run}", "ratio": e, "verdict": e.verdict(),
+                         "within": 100 * e.log_se if e.log_se is not None else None, "between": None})
+        combined = stats.combine_replicates([m.estimate for m in per_run])
+        if combined is not None:
+            rows.append({"figure": name, "machine": f"over the {len(per_run)} machines", "ratio": combined.combined,
+                         "verdict": combined.combined.verdict(), "within": 100 * combined.within,
+                         "between": 100 * combined.between if combined.between is not None else None})
+    return Table("ratios", f"{label} against {base}, the same two binaries on each machine", columns, rows,
+                 note="Each machine's row is its run's suite figure on the tests every run measured. 'Over the "
+                      "machines' combines them with random effects (DerSimonian-Laird between-machine variance, "
+                      "modified Knapp-Hartung t interval on machines - 1 degrees of freedom, never narrower than "
+                      "the most precise machine's own): its SD is the machine-to-machine component of the ratio, "
+                      "0 when the machines' figures differ by no more than their own errors say they should. A "
+                      "wall-clock ratio is a claim about the CPU it was measured on; the cost model's should not "
+                      "move between machines at all.")
