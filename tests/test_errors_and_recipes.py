@@ -196,7 +196,7 @@ def test_postgresql_adds_flags_through_copt_and_keeps_configure_defaults(tmp_pat
     assert not any(a.startswith("CFLAGS=") for a in cmd.argv), "configure's own CFLAGS are kept"
     assert "AR=gcc-ar" in cmd.argv
     gen = flags_for(parse("rel_pgo_gen"), GCC, profile_dir=tmp_path, build_dir=tmp_path)
-    assert "enable_coverage=yes" in target.make_vars(gen)
+    assert "enable_coverage=yes" in target.make_vars(gen, tmp_path / "b" / "build")
 
 
 def test_build_records_carry_a_version_and_a_newer_one_is_refused(tmp_path):

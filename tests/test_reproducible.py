@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 from pgolab import reproducible
 
 
@@ -27,3 +29,35 @@ def test_paths_of_the_machine_are_mapped_to_stand_ins(tmp_path):
     flags = reproducible.prefix_map_flags(tmp_path / "src", tmp_path / "b")
     assert flags == [f"-ffile-prefix-map={tmp_path / 'src'}={reproducible.SOURCE_STANDIN}",
                      f"-ffile-prefix-map={tmp_path / 'b'}={reproducible.BUILD_STANDIN}"]
+
+
+def test_postgresql_records_a_stand_in_for_the_profile_folder_and_compiles_with_the_real_one(tmp_path, monkeypatch):
+    """PostgreSQL's src/common records CFLAGS while make parses it (a simple variable); the recipe reads
+    them when it runs. With the make arguments pgolab passes, a makefile of that shape (real GNU make,
+    a sub-make as PostgreSQL's recursion) records the stand-in and compiles with the real folder."""
+    import shutil
+    import subprocess
+
+    from pgolab.targets.postgresql import PostgreSQLTarget, tree_builds_folder
+    from pgolab.variants import FlagSet
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    build_dir = tmp_path / "home" / "builds" / "postgresql-15.18-0123456789" / "rel_pgo_use" / "final" / "build"
+    folder = tree_builds_folder(build_dir)
+    assert folder == tmp_path / "home" / "builds" / "postgresql-15.18-0123456789"
+    profile = folder / "rel_pgo_use" / "profile"
+    flags = FlagSet([f"-fprofile-use={profile}", f"-fprofile-prefix-path={build_dir}"], [], {})
+    argv = PostgreSQLTarget().make_vars(flags, build_dir)
+    sub = tmp_path / "mk" / "common"
+    sub.mkdir(parents=True)
+    (tmp_path / "mk" / "Makefile").write_text("all:\n\t@$(MAKE) -s -C common\n")
+    (sub / "Makefile").write_text(
+        "CFLAGS = -O2\nCFLAGS += $(COPT)\noverride CPPFLAGS := -I.\n"
+        "override CPPFLAGS += -DVAL_CFLAGS=\"$(CFLAGS)\"\n"
+        "all:\n\t@echo 'recorded: $(CPPFLAGS)'\n\t@echo 'compiled: $(CFLAGS)'\n")
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    out = subprocess.run(["make", "-s", "-C", str(tmp_path / "mk"), *argv], capture_output=True, text=True, check=True).stdout
+    recorded = next(line for line in out.splitlines() if line.startswith("recorded:"))
+    compiled = next(line for line in out.splitlines() if line.startswith("compiled:"))
+    assert str(tmp_path) not in recorded and "-fprofile-use=/pgolab/builds/rel_pgo_use/profile" in recorded
+    assert f"-fprofile-use={profile}" in compiled and f"-fprofile-prefix-path={build_dir}" in compiled

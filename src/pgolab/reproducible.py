@@ -17,6 +17,7 @@ from pathlib import Path
 
 SOURCE_STANDIN = "/pgolab/source"
 BUILD_STANDIN = "/pgolab/build"
+BUILDS_STANDIN = "/pgolab/builds"  # a tree's builds folder, where a recipe's recorded flags would name it
 
 
 def prefix_map_flags(source: Path, build_dir: Path) -> list[str]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .. import paths, reproducible
 from ..distribution import DistributionBuild, DroppedOption, installed_version, require_packages, tree_debian_version
 from ..errors import PgolabError
 from ..runner import Runner
@@ -116,6 +118,32 @@ RECORDED_LDFLAGS = ("STD_LDFLAGS=$(filter-out -ffile-prefix-map=% -fdebug-prefix
                     "-L$(top_builddir)/src/common -L$(top_builddir)/src/port,$(LDFLAGS))")
 
 
+# postgres records its flags, COPT among them, as make reads src/common's makefile (pg_config's CFLAGS
+# and LDFLAGS: simple variables, expanded while parsing). A PGO build's flags name folders of its tree's
+# builds (-fprofile-use=, gcc's -fprofile-prefix-path=), under pgolab's home and named by the tree's
+# file times, so two homes' or two machines' builds would differ in those strings alone. COPT names
+# that folder through a make variable that reads as a fixed stand-in while makefiles are parsed (what
+# is recorded) and as the real folder in every recipe (what compiles and links): two --eval options,
+# which make passes down to its sub-makes.
+FOLDER_VARIABLE = "PGOLAB_TREE_BUILDS"
+
+
+def tree_builds_folder(build_dir: Path) -> Path:
+    """The folder of every build of one tree (layout.variant_dir's parent) that holds `build_dir`; a
+    build directory elsewhere (not pgolab's layout) stands for itself."""
+    root = paths.builds_dir()
+    return next((p for p in build_dir.parents if p.parent == root), build_dir)
+
+
+def folder_variable_evals(folder: Path) -> list[str]:
+    return [f"--eval={FOLDER_VARIABLE} := {reproducible.BUILDS_STANDIN}", f"--eval=%: {FOLDER_VARIABLE} := {folder}"]
+
+
+def folder_by_variable(text: str, folder: Path) -> str:
+    """Every path under `folder` in `text` (a flag's value, or a word) spelt through the make variable."""
+    return re.sub(rf"(?<![^\s=,]){re.escape(str(folder))}(?=/)", f"$({FOLDER_VARIABLE})", text)
+
+
 def install_dirs(tree: Path) -> list[str]:
     """PostgreSQL 16 moved postgres.bki (initdb's catalog) from src/backend/catalog's install to
     src/include/catalog's; without it a 17 install cannot initialise a data directory. That install
@@ -174,8 +202,9 @@ class PostgreSQLTarget:
                 argv.append(f"{key}={flags.tools[key]}")
         return [Cmd(argv, cwd=build_dir, what="configure")]
 
-    def make_vars(self, flags: FlagSet) -> list[str]:
-        make_vars = [f"COPT={copt(flags)}", RECORDED_LDFLAGS]
+    def make_vars(self, flags: FlagSet, build_dir: Path) -> list[str]:
+        folder = tree_builds_folder(build_dir)
+        make_vars = [f"COPT={folder_by_variable(copt(flags), folder)}", *folder_variable_evals(folder), RECORDED_LDFLAGS]
         for key in ("AR", "RANLIB"):
             if key in flags.tools:
                 make_vars.append(f"{key}={flags.tools[key]}")
@@ -188,12 +217,12 @@ class PostgreSQLTarget:
     def build(self, build_dir: Path, jobs: int, flags: FlagSet) -> list[Cmd]:
         # The top-level makefile makes the generated headers before any subdirectory; building
         # src/backend directly in parallel can otherwise compile before lwlocknames.h exists.
-        headers = Cmd(["make", "-C", str(build_dir / "src/backend"), "generated-headers", *self.make_vars(flags)],
+        headers = Cmd(["make", "-C", str(build_dir / "src/backend"), "generated-headers", *self.make_vars(flags, build_dir)],
                       what="make generated-headers")
         # The backend links src/port's and src/common's libraries but, made in parallel on its own,
         # may reach its link before they exist ("No rule to make target libpgcommon_srv.a", seen with
         # PostgreSQL 17): they are made first, as the top-level makefile does.
-        return [headers] + [Cmd(["make", "-C", str(build_dir / d), f"-j{jobs}", *self.make_vars(flags)],
+        return [headers] + [Cmd(["make", "-C", str(build_dir / d), f"-j{jobs}", *self.make_vars(flags, build_dir)],
                                 what=f"make {d}") for d in ["src/port", "src/common", *POSTGRESQL_MAKE_DIRS]]
 
     def install(self, tree: Path, build_dir: Path, install_dir: Path, runner: Runner,
@@ -211,7 +240,7 @@ class PostgreSQLTarget:
         staging = install_dir.with_name(install_dir.name + ".staging")
         shutil.rmtree(staging, ignore_errors=True)
         for d in install_dirs(tree):
-            runner.run(["make", "-C", str(build_dir / d), "install", f"DESTDIR={staging}", *self.make_vars(flags)],
+            runner.run(["make", "-C", str(build_dir / d), "install", f"DESTDIR={staging}", *self.make_vars(flags, build_dir)],
                        what=f"make install ({d})")
         if (staging / INSTALL_PREFIX.lstrip("/")).is_dir():
             (staging / INSTALL_PREFIX.lstrip("/")).rename(install_dir)
