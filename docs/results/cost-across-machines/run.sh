@@ -36,12 +36,8 @@ compare mariadb-distro distro mariadb-10.11-bolt:mariadb-bolt-870196ce mariadb-1
 # The same binary on the same suite on both vendors: this folder's own run (PROOF_STEPS=measure, AMD
 # EPYC) against the .deb proof's (Intel Xeon).
 compare mariadb-distro-quick distro cost-across-machines:newest mariadb-10.11-deb:mariadb-deb-8269fc0c
-# PostgreSQL 15.18 rel_o2nofp (gcc): the same sha256 (7efa1c992194) on AMD EPYC family 25 (the Dask
-# long test, 2026-11-26) and on Intel Xeon (the replicates proof, 2026-11-27), but no committed AMD run
-# measured that binary (the LLVM 19 proof's rel_o2nofp, da721b55e216, was built before pg_config's
-# recorded link flags lost the build paths). A later session on another machine runs the replicates
-# proof there (its rel_o2nofp rebuilds to the same binary) and adds its store here:
-#   compare postgresql-rel_o2nofp rel_o2nofp postgresql-15-replicates:RUN_HERE OTHER-FOLDER:RUN_THERE
+# PostgreSQL 15.18 rel_o2nofp (gcc, 7efa1c992194) and its replicates: compared in
+# ../postgresql-15-across-machines/ (its run.sh's compare step), on the same suite.
 # MySQL 9.7.2 rel_o2nofp: the LTO proof (AMD EPYC family 26) and the PGO proof's piece 2 (Intel Xeon),
 # full suite, a quarter of the events.
 compare mysql-rel_o2nofp rel_o2nofp mysql-9.7-lto:mysql-lto-6e3c51bc \
