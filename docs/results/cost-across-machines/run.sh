@@ -28,7 +28,9 @@ compare() {   # NAME LABEL FOLDER:RUN... (RUN "newest": the store's newest run)
     $P export "$run" --store "$R/$folder/results.sqlite" -o "$TMP/$folder-$run.json" >/dev/null 2>&1
     files+=("$TMP/$folder-$run.json")
   done
-  $P machines "${files[@]}" --label "$label" --store "$TMP/scratch.sqlite" --out "$OUT/$name" > "$OUT/$name.txt"
+  # A refusal (not one binary, other options) is written to the table file, and the next comparison runs.
+  $P machines "${files[@]}" --label "$label" --store "$TMP/scratch.sqlite" --out "$OUT/$name" > "$OUT/$name.txt" 2>&1 \
+    || echo "$name: refused, see $name.txt"
 }
 # Debian's mariadbd 10.11.19 (9b44b62ca595): the BOLT proof (AMD EPYC, full suite) and the .deb proof
 # (Intel Xeon, quick suite), both at a quarter of the events.
