@@ -112,3 +112,24 @@ def test_no_ratio_when_the_base_is_another_binary_somewhere(tmp_path):
     data = machines.compare(merge.load(store, ["amd", "other"]), "b")
     assert all(t.key != "ratios" for t in data.tables)
     assert "another binary" in dict(data.notes)["Against a base"]
+
+
+def test_runs_are_compared_on_the_tests_every_run_measured_and_one_run_twice_is_refused(tmp_path):
+    """A QPS and cost run on two machines where one ran one more test: each figure over the tests both
+    ran (the extra test, 3x faster, would move the AMD figure far from 1.10); the same run twice is refused."""
+    store = Store(tmp_path / "s.sqlite")
+    _paired_run(store, "amd", "AMD EPYC", 1.10, 1)
+    _paired_run(store, "intel", "Intel Xeon", 1.30, 2)
+    amd = store.run("amd")
+    for inst in (1, 2):
+        for block in (1, 2, 3):
+            for pos, (label, value) in enumerate((("a", 1000.0), ("b", 3000.0))):
+                store.add(amd.id, Sample(Step("qps", "range-1/extra", inst, block, pos, label),
+                                         {"qps": value, "cpu_us": 1e6 / value}, 1.0), "g")
+    rows = machines.compare(merge.load(store, ["amd", "intel"]), "b").table("ratios").rows
+    qps = {r["machine"].split(":")[0]: r for r in rows if r["figure"] == "rQPS"}
+    assert qps["AMD EPYC (cpu family 1)"]["ratio"].value == pytest.approx(1.10, rel=0.01)
+    model = [r for r in rows if r["figure"].startswith("rCost") and r["machine"].startswith("over")]
+    assert model[0]["verdict"] == "(model: read its SD)"
+    with pytest.raises(PgolabError, match="one run given twice"):
+        merge.load(store, ["amd", "amd"])

@@ -38,11 +38,12 @@ def test_postgresql_records_a_stand_in_for_the_profile_folder_and_compiles_with_
     import shutil
     import subprocess
 
-    from pgolab.targets.postgresql import PostgreSQLTarget, tree_builds_folder
+    from pgolab.layout import tree_folder_of
+    from pgolab.targets.postgresql import PostgreSQLTarget
     from pgolab.variants import FlagSet
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
     build_dir = tmp_path / "home" / "builds" / "postgresql-15.18-0123456789" / "rel_pgo_use" / "final" / "build"
-    folder = tree_builds_folder(build_dir)
+    folder = tree_folder_of(build_dir)
     assert folder == tmp_path / "home" / "builds" / "postgresql-15.18-0123456789"
     profile = folder / "rel_pgo_use" / "profile"
     flags = FlagSet([f"-fprofile-use={profile}", f"-fprofile-prefix-path={build_dir}"], [], {})

@@ -32,6 +32,13 @@ def variant_dir(source: SourceTree, name: str, source_digest: str) -> Path:
     return paths.builds_dir() / f"{source.label}-{source_digest[:10]}" / name
 
 
+def tree_folder_of(path: Path) -> Path:
+    """builds/<server>-<version>-<source digest>, the folder of every build of one tree, that holds
+    `path` (a build's build directory, say); a path outside pgolab's builds stands for itself."""
+    root = paths.builds_dir()
+    return next((p for p in path.parents if p.parent == root), path)
+
+
 @dataclass(frozen=True)
 class BuildLayout:
     """The folders and files of one build."""

@@ -89,7 +89,7 @@ def compare(shards: list[merge.Shard], label: str, bound: float = merge.CROSS_MA
     tables = [Table("machines", "One binary, per test, on each machine", columns, rows, note=note)]
     against, why_not = ratio_base(shards, label)
     if against:
-        tables.append(ratios_table(shards, label, against, [m for m, _ in common]))
+        tables.append(ratios_table(shards, label, against))
     else:
         notes.append(("Against a base", why_not))
     return Report(f"pgolab machines: {label}", facts, tables, notes)
@@ -111,62 +111,68 @@ def ratio_base(shards: list[merge.Shard], label: str) -> tuple[str | None, str]:
 
 
 @dataclass(frozen=True)
-class MachineEstimate:
-    """One run's suite figure of a label against the base, and where it was measured."""
+class MachineSuite:
+    """One run's estimates of a label against the base for one figure, and where they were measured."""
     run: str
     host: Host
     figure_name: str        # the ratio's name, "(model)" for the cost model's
-    estimate: stats.Estimate
+    model: bool             # a cost-model figure: it should not move between machines at all
+    suite: stats.SuiteEstimates
 
 
-def machine_estimates(shards: list[merge.Shard], label: str, base: str, micros: list[str]
-                      ) -> dict[str, list[MachineEstimate]]:
-    """Per figure key, each run's suite estimate of `label` against `base` on the tests all runs share
-    (each run analysed alone, as its own report does, in a store of its own that is thrown away)."""
+def machine_suites(shards: list[merge.Shard], label: str, base: str) -> dict[str, list[MachineSuite]]:
+    """Per figure key, each run's estimates of `label` against `base` (each run analysed alone, as its
+    own report does, in a store of its own that is thrown away)."""
     from .report import analysis_of
     from .report.tables import figure_name
-    found: dict[str, list[MachineEstimate]] = {}
+    found: dict[str, list[MachineSuite]] = {}
     with tempfile.TemporaryDirectory(prefix="pgolab-machines-") as folder:
         for i, shard in enumerate(shards):
             store = Store(Path(folder) / f"{i}.sqlite")
             run_id, _ = store.add_rows(shard.rows)
             _, a = analysis_of(store, run_id, base)
             for f in a.headline():
-                suite = a.suites.get((f.key, label))
-                keys = [m for m in micros if suite and m in suite.micros]
-                if keys:
-                    name = figure_name(a, f) if a.is_model(f) else f.ratio_name   # the CPU is a column here
-                    found.setdefault(f.key, []).append(
-                        MachineEstimate(shard.rows["run"]["name"], a.host, name, suite.summary(keys)))
+                if (f.key, label) in a.suites:
+                    found.setdefault(f.key, []).append(MachineSuite(
+                        shard.rows["run"]["name"], a.host, figure_name(a, f, on_cpu=False), a.is_model(f),
+                        a.suites[(f.key, label)]))
     return found
 
 
-def ratios_table(shards: list[merge.Shard], label: str, base: str, micros: list[str]) -> Table:
-    """`label` against `base`, both one binary everywhere, on each machine, and over the machines: a
-    random-effects combination whose between-machine SD (τ) is the machine-to-machine component."""
+def ratios_table(shards: list[merge.Shard], label: str, base: str) -> Table:
+    """`label` against `base`, both one binary everywhere, on each machine over the tests every run
+    measured for that figure, and over the machines: a random-effects combination whose between-machine
+    SD (τ) is the machine-to-machine component. A cost-model figure gets no verdict there: its
+    interval on one or two degrees of freedom would read as "inconclusive" for a figure that should
+    not move at all; its SD says whether it did."""
+    from .report.tables import summary_over
     columns = [Column("figure", "figure"), Column("machine", "machine"), Column("ratio", "ratio [95% CI]"),
                Column("verdict", "verdict"), Column("within", "within-run SE %"),
                Column("between", "machine-to-machine SD %")]
     rows = []
-    shared = sorted(set(micros))
-    for per_run in machine_estimates(shards, label, base, shared).values():
-        if len(per_run) < len(shards):
+    for per_run in machine_suites(shards, label, base).values():
+        shared = sorted(set.intersection(*(set(m.suite.micros) for m in per_run)))
+        if len(per_run) < len(shards) or not shared:
             continue
-        name = per_run[0].figure_name
-        for m in per_run:
-            e = m.estimate
-            rows.append({"figure": name, "machine": f"{m.host.cpu} ({m.host.cpu_id}): {m.run}", "ratio": e, "verdict": e.verdict(),
-                         "within": 100 * e.log_se if e.log_se is not None else None, "between": None})
-        combined = stats.combine_replicates([m.estimate for m in per_run])
-        if combined is not None:
-            rows.append({"figure": name, "machine": f"over the {len(per_run)} machines", "ratio": combined.combined,
-                         "verdict": combined.combined.verdict(), "within": 100 * combined.within,
-                         "between": 100 * combined.between if combined.between is not None else None})
+        estimates = [summary_over(m.suite, shared) for m in per_run]
+        for m, e in zip(per_run, estimates):
+            rows.append({"figure": m.figure_name, "machine": f"{m.host.cpu} ({m.host.cpu_id}): {m.run}", "ratio": e,
+                         "verdict": e.verdict(), "within": 100 * e.log_se if e.log_se is not None else None,
+                         "between": None})
+        combined = stats.combine_replicates(estimates)
+        if combined is None:
+            continue
+        model = per_run[0].model
+        rows.append({"figure": per_run[0].figure_name, "machine": f"over the {len(per_run)} machines",
+                     "ratio": combined.combined,
+                     "verdict": "(model: read its SD)" if model else combined.combined.verdict(),
+                     "within": 100 * combined.within,
+                     "between": 100 * combined.between if combined.between is not None else None})
     return Table("ratios", f"{label} against {base}, the same two binaries on each machine", columns, rows,
-                 note="Each machine's row is its run's suite figure on the tests every run measured. 'Over the "
-                      "machines' combines them with random effects (DerSimonian-Laird between-machine variance, "
-                      "modified Knapp-Hartung t interval on machines - 1 degrees of freedom, never narrower than "
-                      "the most precise machine's own): its SD is the machine-to-machine component of the ratio, "
-                      "0 when the machines' figures differ by no more than their own errors say they should. A "
-                      "wall-clock ratio is a claim about the CPU it was measured on; the cost model's should not "
-                      "move between machines at all.")
+                 note="Each machine's row is its run's suite figure on the tests every run measured for that figure. "
+                      "'Over the machines' combines them with random effects (DerSimonian-Laird between-machine "
+                      "variance, modified Knapp-Hartung t interval on machines - 1 degrees of freedom, never narrower "
+                      "than the most precise machine's own, as for build replicates): its SD is the machine-to-machine "
+                      "component of the ratio, 0 when the machines' figures differ by no more than their own errors "
+                      "say they should. A wall-clock ratio is a claim about the CPU it was measured on; the cost "
+                      "model's should not move between machines at all: its combined row has no verdict, read its SD.")

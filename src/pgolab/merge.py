@@ -54,6 +54,13 @@ def load(store: Store, refs: list[str], at_least: int = 2) -> list[Shard]:
         shards.append(Shard(ref, store.rows(run.id)))
     if len(shards) < at_least:
         raise PgolabError(f"merge takes {at_least} shards or more", hint="name each shard's run or run file")
+    seen: dict[tuple[str, str], str] = {}
+    for shard in shards:
+        key = (shard.rows["run"]["name"], shard.rows["run"]["created"])
+        if key in seen:
+            raise PgolabError(f"{shard.name} is the run {seen[key]} is (run {key[0]} of {key[1]}): one run given twice",
+                              hint="name each run or run file once")
+        seen[key] = shard.name
     return shards
 
 

@@ -19,12 +19,12 @@ from ..analysis import Analysis
 from ..document import Chart, Column, LineChart, Table
 
 
-def figure_name(a: Analysis, f: Figure) -> str:
+def figure_name(a: Analysis, f: Figure, on_cpu: bool = True) -> str:
     """A ratio's name with what it is a claim about: "rQPS on AMD EPYC (family 26, model 2)", or
-    "rCost, estimated cycles (model)"."""
+    "rCost, estimated cycles (model)". on_cpu=False leaves the CPU out (a table that has it as a column)."""
     if a.is_model(f):
         return f"{f.ratio_name}, {f.unit.removesuffix('/query')} (model)"
-    return f"{f.ratio_name} on {a.cpu()}"
+    return f"{f.ratio_name} on {a.cpu()}" if on_cpu else f.ratio_name
 
 
 def ratio_title(a: Analysis, f: Figure) -> str:

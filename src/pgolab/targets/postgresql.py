@@ -8,9 +8,10 @@ import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .. import paths, reproducible
+from .. import reproducible
 from ..distribution import DistributionBuild, DroppedOption, installed_version, require_packages, tree_debian_version
 from ..errors import PgolabError
+from ..layout import tree_folder_of
 from ..runner import Runner
 from ..sources import SourceTree
 from ..variants import FlagSet, Variant
@@ -128,13 +129,6 @@ RECORDED_LDFLAGS = ("STD_LDFLAGS=$(filter-out -ffile-prefix-map=% -fdebug-prefix
 FOLDER_VARIABLE = "PGOLAB_TREE_BUILDS"
 
 
-def tree_builds_folder(build_dir: Path) -> Path:
-    """The folder of every build of one tree (layout.variant_dir's parent) that holds `build_dir`; a
-    build directory elsewhere (not pgolab's layout) stands for itself."""
-    root = paths.builds_dir()
-    return next((p for p in build_dir.parents if p.parent == root), build_dir)
-
-
 def folder_variable_evals(folder: Path) -> list[str]:
     return [f"--eval={FOLDER_VARIABLE} := {reproducible.BUILDS_STANDIN}", f"--eval=%: {FOLDER_VARIABLE} := {folder}"]
 
@@ -203,7 +197,7 @@ class PostgreSQLTarget:
         return [Cmd(argv, cwd=build_dir, what="configure")]
 
     def make_vars(self, flags: FlagSet, build_dir: Path) -> list[str]:
-        folder = tree_builds_folder(build_dir)
+        folder = tree_folder_of(build_dir)
         make_vars = [f"COPT={folder_by_variable(copt(flags), folder)}", *folder_variable_evals(folder), RECORDED_LDFLAGS]
         for key in ("AR", "RANLIB"):
             if key in flags.tools:
