@@ -112,6 +112,29 @@ def test_qps_slices_are_paired_balanced_and_resume_exactly(tmp_path):
 
 
 @pytest.mark.slow
+def test_qps_slices_record_other_work_on_the_machine_and_the_report_says_it_was_not_idle(tmp_path):
+    """A CPU-bound process beside the slices (unpinned: it takes what the server and sysbench leave)
+    must show as other work; without the per-slice reading the report would call the machine idle."""
+    import subprocess
+    import sys
+    store = Store(tmp_path / "results.sqlite")
+    options = bench.BenchOptions(suite="quick", table_size=10000, slice_seconds=1, instances=1, blocks=1,
+                                 warmup_seconds=1)
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        bench.run_bench(store, "busy", "a", [debian_mariadb("a"), debian_mariadb("b")], options, "pgolab bench (test)")
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+    samples = store.samples(store.run("busy").id)
+    other = sorted(s.detail["other_cores"] for s in samples)
+    assert other[len(other) // 2] > 0.3, other
+    facts = report.compute(store, "busy").facts
+    assert any("THE MACHINE WAS NOT IDLE" in line for line in facts), facts
+
+
+@pytest.mark.slow
 def test_a_resume_is_refused_after_a_target_binary_changed(tmp_path, server_tmp):
     copy = server_tmp / "mariadbd"
     shutil.copy2("/usr/sbin/mariadbd", copy)

@@ -159,3 +159,33 @@ def test_the_misprediction_term_is_shown_with_and_without():
     row = branch_term_table(a).rows[0]
     assert row["with"] == pytest.approx(1200 / 1300) and row["without"] == pytest.approx(1000 / 1000)
     assert row["clock"] is None and row["tests"] == 1
+
+
+def test_other_work_is_the_machines_busy_time_beyond_the_server_and_pgolab_itself():
+    from pgolab.processes import CpuReading, other_work, parse_machine_cpu
+    tick = __import__("os").sysconf("SC_CLK_TCK")
+    stat = f"cpu  {3 * tick} {1 * tick} {2 * tick} {50 * tick} {4 * tick} 0 {1 * tick} {2 * tick} 0 0\ncpu0 1 2 3\n"
+    assert parse_machine_cpu(stat) == (7.0, 2.0)     # user+nice+system+softirq; iowait and idle are not busy
+    before = CpuReading(wall=10.0, busy=100.0, steal=1.0, own=5.0)
+    # 2 s of wall time, 3.0 busy seconds: 1.2 the server's, 0.6 pgolab's and its client's, 1.2 other
+    after = CpuReading(wall=12.0, busy=103.0, steal=1.4, own=5.6)
+    other, steal = other_work(before, after, server_cpu=1.2)
+    assert other == pytest.approx(0.6) and steal == pytest.approx(0.2)
+    assert other_work(before, CpuReading(12.0, 101.0, 1.0, 5.6), server_cpu=1.2)[0] == 0.0   # tick rounding
+
+
+def test_qps_facts_say_when_the_machine_was_not_idle():
+    from pgolab.measurement import Step
+    from pgolab.store import StoredSample
+
+    def samples(loads):
+        return [StoredSample(Step("qps", "t", 1, i, 1, "a"), "g", {"qps": 1.0}, 1.0,
+                             {"other_cores": load, "steal_cores": 0.0}) for i, load in enumerate(loads)]
+    qps = QpsMeasure()
+    idle = qps.facts(samples([0.0, 0.02, 0.0, 0.3]))
+    assert len(idle) == 1 and "median 0.01 core" in idle[0] and "1 of 4 slices" in idle[0]
+    assert "NOT IDLE" not in idle[0]
+    busy = qps.facts(samples([0.9, 0.8, 0.0, 1.1]))
+    assert "NOT IDLE" in busy[0] and "median 0.85 core" in busy[0]
+    older = [StoredSample(Step("qps", "t", 1, 1, 1, "a"), "g", {"qps": 1.0}, 1.0, {})]
+    assert qps.facts(older) == []    # runs stored before the figure was recorded say nothing

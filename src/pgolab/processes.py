@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -103,3 +104,45 @@ def process_cpu_seconds(pid: int) -> tuple[float, float]:
     tick = os.sysconf("SC_CLK_TCK")
     utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
     return (utime + cutime) / tick, (stime + cstime) / tick
+
+
+def parse_machine_cpu(stat_text: str) -> tuple[float, float]:
+    """From /proc/stat's text: the CPU seconds the whole machine spent busy since boot, and those
+    the hypervisor took for other guests (steal). Busy is everything but idle and iowait; steal is
+    left out of busy, for this guest's CPUs did not run then."""
+    ticks = [int(x) for x in stat_text.splitlines()[0].split()[1:]]
+    user, nice, system, idle, iowait, irq, softirq, steal = (ticks + [0] * 8)[:8]
+    # guest and guest_nice (fields 9 and 10) are already counted in user and nice
+    tick = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / tick, steal / tick
+
+
+def machine_cpu_seconds() -> tuple[float, float]:
+    """Busy and stolen CPU seconds of the whole machine since boot (parse_machine_cpu)."""
+    return parse_machine_cpu(Path("/proc/stat").read_text())
+
+
+@dataclass(frozen=True)
+class CpuReading:
+    """The machine's busy and stolen CPU seconds, and this process's own with its reaped children
+    (pgolab and a finished client), at one moment of wall time."""
+    wall: float
+    busy: float
+    steal: float
+    own: float
+
+    @classmethod
+    def now(cls) -> "CpuReading":
+        t = os.times()
+        return cls(time.monotonic(), *machine_cpu_seconds(), t.user + t.system + t.children_user + t.children_system)
+
+
+def other_work(before: CpuReading, after: CpuReading, server_cpu: float) -> tuple[float, float]:
+    """Cores busy with other work between two readings (beyond the server's `server_cpu` seconds and
+    pgolab's own with its client), and cores the hypervisor stole, each averaged over the wall time.
+    Clock ticks are 10 ms, so a 1-second window reads to about 0.02 core."""
+    wall = after.wall - before.wall
+    if wall <= 0:
+        return 0.0, 0.0
+    other = (after.busy - before.busy) - server_cpu - (after.own - before.own)
+    return max(other, 0.0) / wall, (after.steal - before.steal) / wall

@@ -50,6 +50,10 @@ class Measure:
     def noise_lines(self, a: "Analysis", options: BenchOptions) -> list[str]:
         return []
 
+    def facts(self, samples: list["StoredSample"]) -> list[str]:
+        """Lines for the report's head: the conditions this measure's samples were taken in."""
+        return []
+
     def concurrency_line(self, options: BenchOptions, cores: int | None) -> str:
         """How this measure ran more than one sysbench thread on the run's machine (`cores` CPUs)."""
         return ""

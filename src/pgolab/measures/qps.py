@@ -18,7 +18,7 @@ from ..errors import PgolabError
 from .. import clients
 from ..fleet import Fleet, cpu_sets, cpu_split
 from ..measurement import BenchOptions, Sample, Step
-from ..processes import process_cpu_seconds
+from ..processes import CpuReading, other_work, process_cpu_seconds
 from ..runner import format_command
 from ..schedule import Plan, start_order
 from ..suite import Micro
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from ..analysis import Analysis
 
 RESUME_HINT = "stored samples are kept; fix the cause and run the same command to resume"
+# Other work beside a slice, in cores, above which the machine was not the measurement's alone. An
+# idle machine reads under it (pgolab's own polling is counted as its own; see other_work).
+BUSY_CORES = 0.1
 
 
 class QpsExecutor:
@@ -57,11 +60,13 @@ class QpsExecutor:
         client = clients.of(micro)
         argv = [*self.client_wrapper, *client.argv(micro, server, self.options, seconds=self.options.slice_seconds,
                                                    seed=1000 * step.instance + step.block)]
+        before = CpuReading.now()
         user0, sys0 = process_cpu_seconds(server.proc.pid)
         result = server.runner.run(argv, check=False, what=f"{client.name} {step.micro}")
         time.sleep(0.1)   # let the postmaster reap the finished backend so its CPU time is counted
         server.check_alive()
         user1, sys1 = process_cpu_seconds(server.proc.pid)
+        after = CpuReading.now()
         try:
             parsed = client.parse(result.output)
         except SysbenchParseError as exc:
@@ -72,10 +77,12 @@ class QpsExecutor:
                               detail="\n".join(parsed.fatal) or result.output[-3000:],
                               log=server.runner.log_path, hint=RESUME_HINT)
         cpu = (user1 - user0) + (sys1 - sys0)
+        other, steal = other_work(before, after, cpu)
         return Sample(step, {"qps": parsed.qps, "cpu_us": cpu / parsed.queries * 1e6}, parsed.seconds,
                       detail={"tps": parsed.tps, "queries": parsed.queries, "errors": parsed.errors,
                               "reconnects": parsed.reconnects, "latency": parsed.latency_ms,
-                              "cpu_user_s": user1 - user0, "cpu_sys_s": sys1 - sys0},
+                              "cpu_user_s": user1 - user0, "cpu_sys_s": sys1 - sys0,
+                              "other_cores": round(other, 3), "steal_cores": round(steal, 3)},
                       command=format_command(argv, None, {}), output=result.output)
 
     def stop_instance(self) -> None:
@@ -97,6 +104,23 @@ class QpsMeasure(Measure):
 
     def executor(self, fleet, options: BenchOptions, labels: list[str]) -> QpsExecutor:
         return QpsExecutor(fleet, options, labels)
+
+    def facts(self, samples) -> list[str]:
+        """How much other work ran beside the slices (recorded since 2026-11-28; older runs say nothing)."""
+        mine = [s.detail for s in samples if s.step.mode == self.key and "other_cores" in s.detail]
+        if not mine:
+            return []
+        other = np.array([d["other_cores"] for d in mine])
+        steal = np.array([d.get("steal_cores", 0.0) for d in mine])
+        busy = int(np.sum(other > BUSY_CORES))
+        line = (f"beside the QPS slices: other work took a median {np.median(other):.2f} core (max {other.max():.2f}); "
+                f"{busy} of {len(other)} slices had more than {BUSY_CORES} core of it")
+        if steal.max() > 0.01:
+            line += f"; the hypervisor stole a median {np.median(steal):.2f} core (max {steal.max():.2f})"
+        if np.median(other) > BUSY_CORES:
+            line += (". THE MACHINE WAS NOT IDLE: its wall-clock figures (QPS, server CPU) include that work's "
+                     "interference; measure again with the machine to itself")
+        return [line]
 
     def concurrency_line(self, options: BenchOptions, cores: int | None) -> str:
         split = cpu_split(cores) if options.pin and cores else None

@@ -62,6 +62,7 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
              f"{len(samples)} samples; status {run.status}",
              f"sysbench: {workload_text(run.options)}",
              f"host: {run.host.describe()}"]
+    facts += [line for m in measured for line in m.facts(samples)]
     notes = [("Method", METHOD_NOTE), ("Noise", noise_note(a, run.options, measures)),
              ("Multiple comparisons", multiple_comparisons_note(micro, run.options, measured))]
     cores = run.host.cores if isinstance(run.host.cores, int) else None
