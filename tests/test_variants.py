@@ -224,6 +224,14 @@ def test_llvm_19_pairs_with_its_llvm_16_twin():
         ("LLVM 19", "rel_lto_pgo_use_clang", "rel_lto_pgo_use_clang19")]   # gcc -> LLVM 19 is two steps
 
 
+def test_a_replicate_pairs_with_the_same_replicate_of_its_twin():
+    labels = ["rel_lto_pgo_use_clang", "rel_lto_pgo_use_clang+r2", "rel_lto_pgo_use_clang_bolt",
+              "rel_lto_pgo_use_clang_bolt+r2", "rel_lto_pgo_use_clang_bolt+r3", "rel_o2nofp+r2"]
+    assert [(p.without, p.with_) for p in variants.axis_pairs(labels)] == [
+        ("rel_lto_pgo_use_clang", "rel_lto_pgo_use_clang_bolt"),
+        ("rel_lto_pgo_use_clang+r2", "rel_lto_pgo_use_clang_bolt+r2")]   # +r3's twin was not measured
+
+
 def test_axis_pairs_of_a_version_series_stay_within_a_tree():
     labels = ["mariadb-10.11.18:rel_o2nofp", "mariadb-10.11.18:rel", "mariadb-11.8.6:rel"]
     assert [(p.without, p.with_) for p in variants.axis_pairs(labels)] == [

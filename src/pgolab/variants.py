@@ -26,7 +26,7 @@ import itertools
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import labels as target_labels
+from . import labels as target_labels, replicates
 from .errors import PgolabError
 from .toolchains import ALLOCATORS
 
@@ -317,26 +317,28 @@ class AxisPair:
 def axis_pairs(labels: list[str]) -> list[AxisPair]:
     """Every two labels whose variants differ in one axis alone, axis by axis in AXES order. Labels of
     a version series (`<tree>:<variant>`) pair within their tree; a label that names no variant (a
-    binary given by path) is on no axis."""
+    binary given by path) is on no axis. A build replicate pairs with the same replicate of its twin
+    (`V_bolt+r2` with `V+r2`, whose profile it reads), so an axis's summary covers its builds too."""
     found = {}
     for label in labels:
         tree, name = target_labels.split(label)
+        name, k = replicates.split(name)
         try:
-            found[label] = (tree, parse(name))
+            found[label] = (tree, parse(name), k)
         except PgolabError:
             continue
-    by_name = {(tree, v): label for label, (tree, v) in found.items()}
+    by_name = {(tree, v, k): label for label, (tree, v, k) in found.items()}
     pairs = []
     for axis in AXES:
-        for label, (tree, v) in found.items():
+        for label, (tree, v, k) in found.items():
             if getattr(v, axis.field) != axis.with_:
                 continue
             try:
                 twin = parse(replace(v, **{axis.field: axis.without}).name)
             except PgolabError:      # e.g. _cs without its _pgo_use: no such build
                 continue
-            if (tree, twin) in by_name:
-                pairs.append(AxisPair(axis.name, by_name[(tree, twin)], label))
+            if (tree, twin, k) in by_name:
+                pairs.append(AxisPair(axis.name, by_name[(tree, twin, k)], label))
     return pairs
 
 
