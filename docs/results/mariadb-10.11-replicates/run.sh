@@ -8,10 +8,7 @@
 #   clang  the two -O2 builds and the clang PGO pair (one instrumented build, two trainings, two
 #          optimized compiles): 2026-11-28, 02:02-03:20 beside other work
 #   gcc    the gcc PGO pair (the -O2 builds are shared)
-#   cost   one stored run over all seven binaries, full suite, 1 thread, a quarter of the events, two
-#          servers at once; runs beside builds
-#   qps    one stored run over all seven, quick suite, 1 thread, 2 instances of 3 paired 2-second
-#          blocks: wants the machine to itself (pause the queue: ../queue.sh --pause)
+#   cost, qps  ../replicates-measure.sh over all seven binaries (QPS: the machine to itself)
 # Each measurement run is one base for every variant, so the report's build replicates table gives
 # each variant's figure over its builds beside replicate 1. Resumable; a rebuild (new machine)
 # starts a run of its own.
@@ -23,16 +20,8 @@ TARGETS=(--base rel_o2nofp --variant rel_pgo_use --variant rel_lto_pgo_use_clang
 [[ $STEPS == *" clang "* ]] && $P build "$S" --variant rel_o2nofp --variant rel_lto_pgo_use_clang --replicates 2 </dev/null
 [[ $STEPS == *" gcc "* ]] && $P build "$S" --variant rel_o2nofp --variant rel_pgo_use --replicates 2 </dev/null
 [[ $STEPS == *" clang "* || $STEPS == *" gcc "* ]] && $P builds --markdown --server mariadb-10.11 > "$OUT/builds.md"
-if [[ $STEPS == *" cost "* ]]; then
-  $P bench "${TARGETS[@]}" --measure cost --suite full --cost-jobs 2 --cost-scale 0.25 \
-    --run 'mariadb-replicates-cost-{binaries}' --store "$OUT/results.sqlite" --out "$OUT/report-cost" </dev/null \
-    > "$OUT/report-cost.txt"
-fi
-if [[ $STEPS == *" qps "* ]]; then
-  $P bench "${TARGETS[@]}" --measure qps --suite quick --instances 2 --blocks 3 --seconds 2 \
-    --run 'mariadb-replicates-qps-{binaries}' --store "$OUT/results.sqlite" --out "$OUT/report-qps" </dev/null \
-    > "$OUT/report-qps.txt"
-fi
+RUN=mariadb-replicates
+. "$PROOF_DIR/../replicates-measure.sh"
 # The first clang piece (2026-11-28, at an earlier version of this script) measured its five binaries
 # in one run, cost and QPS on the quick suite: report-rel_lto_pgo_use_clang*, run
 # mariadb-replicates-rel_lto_pgo_use_clang-bfda8053. Its QPS half ran beside a CI run (README).
