@@ -206,6 +206,34 @@ def test_bolt_copies_the_compiles_binary_first_and_keeps_it_across_its_own_insta
         steps.instrument()
 
 
+def test_a_crashed_llvm_bolt_runs_again_once_and_a_second_crash_is_reported_as_bolts_fault(tmp_path):
+    """llvm-bolt 16 died of SIGSEGV now and then on a MariaDB server: one crash runs it again; two end
+    the phase with BOLT's fault named and the way out."""
+    crashes = tmp_path / "crashes-left"
+    fake = tmp_path / "llvm-bolt"
+    fake.write_text(FAKE_BOLT.replace("# llvm-bolt's shape", f"""n=$(cat {crashes}); if [ "$n" -gt 0 ]; then
+  echo $((n - 1)) > {crashes}; echo "Stack dump:"; kill -SEGV $$; fi
+# llvm-bolt's shape"""))
+    fake.chmod(0o755)
+    layout = BuildLayout(tmp_path / "build")
+    installed = FakeTarget().server_binary(layout.install_dir)
+    installed.parent.mkdir(parents=True)
+    installed.write_bytes(b"linked server")
+    reporter = Reporter()
+    ctx = BoltContext(dir=layout.bolt_dir, installed=installed, tool=BoltProfile(str(fake), "merge-fdata"),
+                      sealed_digest=lambda d, t, r: "digest", state_file=layout.state_file,
+                      train=parse_train("none", 1), runner=Runners(layout.logs), servers=FakeServers(),
+                      reporter=reporter)
+    crashes.write_text("1")
+    assert BoltSteps(ctx).instrument()["instrumented_bytes"] > 0
+    assert any("killed by signal 11" in m for m in reporter.messages), reporter.messages
+    crashes.write_text("2")
+    with pytest.raises(PgolabError, match=r"exit -11") as failed:
+        BoltSteps(ctx).instrument()
+    assert "crashed 2 times" in failed.value.hint and "_clang19" in failed.value.hint
+    assert (layout.logs / "bolt-instrument.log").read_text().count("Stack dump:") >= 3
+
+
 def test_no_stage_imports_the_build_nor_names_the_pipeline():
     for path in STAGES.glob("*.py"):
         tree = ast.parse(path.read_text())

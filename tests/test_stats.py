@@ -39,6 +39,19 @@ def test_identical_pairs_give_exactly_one_and_verdict_same():
     assert e.value == pytest.approx(1.0) and e.low == pytest.approx(1.0) and e.verdict() == "same"
 
 
+def test_a_summary_of_one_test_is_that_tests_estimate_not_one_with_the_runs_pooled_noise():
+    """A quick suite's group of one test read "faster" with the run's pooled block noise (2026-11-28,
+    rel_o2nofp+r2's range-covered-pk: 1.064 [1.009, 1.122]) where the test read [0.996, 1.138]."""
+    rng = np.random.default_rng(3)
+    data = simulate(rng, [1.05, 1.0, 1.0, 1.0], 2, 3, 0.002, 0.0)
+    data["m0"] = simulate(rng, [1.05], 2, 3, 0.06, 0.0)["m0"]   # one noisy test among quiet ones
+    suite = SuiteEstimates.of(data)
+    one, alone = suite.summary(["m0"]), suite.micro("m0")
+    assert (one.value, one.low, one.high) == (alone.value, alone.low, alone.high)
+    pooled = suite.summary(["m0", "m1"])
+    assert pooled.high - pooled.low < alone.high - alone.low   # two tests still pool their noise
+
+
 def test_a_clear_speedup_is_faster_and_centred_on_the_geometric_mean():
     rng = np.random.default_rng(1)
     suite = SuiteEstimates.of(simulate(rng, [1.3, 1.1], 2, 8, 0.01, 0.0))

@@ -16,3 +16,13 @@ mysql_server_tests() {   # VERSION
   PGOLAB_MYSQLD=$(ls -d "${PGOLAB_HOME:-/var/cache/pgolab}"/builds/mysql-"$1"-*/rel_o2nofp/final/install/bin/mysqld | head -1) \
     "$(dirname "$P")/python" -m pytest -v -p no:cacheprovider tests/test_mysql_server.py > "$OUT/server-tests.txt" 2>&1 || true
 }
+
+# A run.sh made of steps: STEPS is PROOF_STEPS (default: every step, in order) padded with spaces,
+# for [[ $STEPS == *" name "* ]]. A misspelt step would otherwise run nothing and report success.
+proof_steps() {   # KNOWN_STEP...
+  STEPS=" ${PROOF_STEPS:-$*} "
+  local s
+  for s in $STEPS; do
+    [[ " $* " == *" $s "* ]] || { echo "error: unknown PROOF_STEPS step '$s'; the steps are: $*" >&2; exit 2; }
+  done
+}

@@ -106,6 +106,20 @@ def process_cpu_seconds(pid: int) -> tuple[float, float]:
     return (utime + cutime) / tick, (stime + cstime) / tick
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process with its reaped children and its live ones (a postmaster's
+    checkpointer, WAL writer and autovacuum run for the whole life of the server). A child that
+    ends between two readings moves from the live sum into the parent's reaped time, so the
+    difference of two readings is the tree's work between them."""
+    total = sum(process_cpu_seconds(pid))
+    for child in child_pids(pid):
+        try:
+            total += sum(process_cpu_seconds(child))
+        except OSError:   # ended and reaped since it was listed: now in the parent's reaped time
+            pass
+    return total
+
+
 def parse_machine_cpu(stat_text: str) -> tuple[float, float]:
     """From /proc/stat's text: the CPU seconds the whole machine spent busy since boot, and those
     the hypervisor took for other guests (steal). Busy is everything but idle and iowait; steal is
@@ -138,11 +152,14 @@ class CpuReading:
 
 
 def other_work(before: CpuReading, after: CpuReading, server_cpu: float) -> tuple[float, float]:
-    """Cores busy with other work between two readings (beyond the server's `server_cpu` seconds and
-    pgolab's own with its client), and cores the hypervisor stole, each averaged over the wall time.
-    Clock ticks are 10 ms, so a 1-second window reads to about 0.02 core."""
+    """Cores busy with other work between two readings (beyond the server's `server_cpu` seconds, its
+    whole process tree's, and pgolab's own with its client), and cores the hypervisor stole, each
+    averaged over the wall time. /proc/stat counts the whole host kernel's CPUs (in a container, the
+    host's other tenants too). Clock ticks are 10 ms, so a 1-second window reads to about 0.02 core,
+    either way: a small negative reading is that rounding, kept as read so an idle machine's
+    accuracy shows."""
     wall = after.wall - before.wall
     if wall <= 0:
         return 0.0, 0.0
     other = (after.busy - before.busy) - server_cpu - (after.own - before.own)
-    return max(other, 0.0) / wall, (after.steal - before.steal) / wall
+    return other / wall, (after.steal - before.steal) / wall

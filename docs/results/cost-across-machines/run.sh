@@ -8,7 +8,7 @@
 # the events the Intel run used (the AMD run it was compared with ran the full suite, so the write
 # tests differed in what ran before them too). compare (the default) writes the tables.
 . "$(dirname "$0")/../proof-env.sh"
-STEPS=" ${PROOF_STEPS:-compare} "
+proof_steps compare
 R=docs/results
 if [[ $STEPS == *" measure "* ]]; then
   # bench needs two targets: the same binary twice (an A/A pair, which also shows this run's own spread).

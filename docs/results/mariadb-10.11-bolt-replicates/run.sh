@@ -9,7 +9,7 @@
 # PROOF_STEPS: build, then cost and qps (../replicates-measure.sh; QPS wants the machine to
 # itself); default all.
 . "$(dirname "$0")/../proof-env.sh"
-STEPS=" ${PROOF_STEPS:-build cost qps} "
+proof_steps build cost qps
 S=$($P source mariadb --version 10.11)
 TARGETS=(--base rel_lto_pgo_use_clang --variant rel_lto_pgo_use_clang_bolt --replicates 2 --source "$S")
 if [[ $STEPS == *" build "* ]]; then

@@ -13,7 +13,7 @@
 # each variant's figure over its builds beside replicate 1. Resumable; a rebuild (new machine)
 # starts a run of its own.
 . "$(dirname "$0")/../proof-env.sh"
-STEPS=" ${PROOF_STEPS:-clang gcc cost qps} "
+proof_steps clang gcc cost qps
 S=$($P source mariadb --version 10.11)
 TARGETS=(--base rel_o2nofp --variant rel_pgo_use --variant rel_lto_pgo_use_clang --replicates 2 --source "$S"
          --binary distro=/usr/sbin/mariadbd)

@@ -10,7 +10,7 @@
 # the replicates proof's options; and `pgolab machines` per binary against that proof's run.
 # PROOF_STEPS=build, measure or compare runs one part (QPS wants the machine alone). Resumable.
 . "$(dirname "$0")/../proof-env.sh"
-STEPS=" ${PROOF_STEPS:-build measure compare} "
+proof_steps build measure compare
 R=docs/results
 S=$($P source postgresql --version 15)
 if [[ $STEPS == *" build "* ]]; then

@@ -6,7 +6,7 @@
 # binaries ({binaries}): the same builds continue it, a rebuild on a new machine starts a new one. The wall
 # time of each invocation is in cost/ and qps/ (matrix-timing.jsonl). PROOF_STEPS=cost or qps runs one.
 . "$(dirname "$0")/../proof-env.sh"
-STEPS=" ${PROOF_STEPS:-cost qps} "   # the queue runs cost first and QPS after the other issues' proofs
+proof_steps cost qps   # the queue runs cost first and QPS after the other issues' proofs
 if [[ $STEPS == *" cost "* ]]; then
   $P matrix postgresql=15 --variants published --bolt --base rel_o2nofp --measure cost --suite full \
     --run 'pg15-matrix-cost-{binaries}' --store $OUT/results.sqlite --out $OUT/cost </dev/null > $OUT/cost.txt

@@ -8,7 +8,7 @@
 # variant's figure over its builds beside replicate 1 alone. PROOF_STEPS=build or measure runs one part
 # (the builds may share the machine; QPS should not). Resumable; a rebuild starts a run of its own.
 . "$(dirname "$0")/../proof-env.sh"
-STEPS=" ${PROOF_STEPS:-build measure} "
+proof_steps build measure
 S=$($P source postgresql --version 15)
 if [[ $STEPS == *" build "* ]]; then
   $P build "$S" --variant rel_o2nofp --variant rel_lto_pgo_use_clang --replicates 3 </dev/null

@@ -7,7 +7,7 @@
 # step: the builds may share the machine with another proof's builds, the benchmark should not share it
 # with a QPS run. Resumable; the run is named after its binaries, so a rebuild starts anew.
 . "$(dirname "$0")/../proof-env.sh"
-STEPS=" ${PROOF_STEPS:-build bench} "
+proof_steps build bench
 S15=$($P source postgresql --version 15.18)
 S18=$($P source postgresql --version 18.6)
 if [[ $STEPS == *" build "* ]]; then

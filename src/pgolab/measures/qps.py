@@ -18,7 +18,7 @@ from ..errors import PgolabError
 from .. import clients
 from ..fleet import Fleet, cpu_sets, cpu_split
 from ..measurement import BenchOptions, Sample, Step
-from ..processes import CpuReading, other_work, process_cpu_seconds
+from ..processes import CpuReading, other_work, process_cpu_seconds, tree_cpu_seconds
 from ..runner import format_command
 from ..schedule import Plan, start_order
 from ..suite import Micro
@@ -33,6 +33,9 @@ RESUME_HINT = "stored samples are kept; fix the cause and run the same command t
 # Other work beside a slice, in cores, above which the machine was not the measurement's alone. An
 # idle machine reads under it (pgolab's own polling is counted as its own; see other_work).
 BUSY_CORES = 0.1
+# The share of slices over BUSY_CORES that says the machine was not idle even when the median is
+# under it: a job that ran for a quarter of the run disturbed a quarter of its pairs.
+BUSY_SHARE = 0.25
 
 
 class QpsExecutor:
@@ -62,10 +65,12 @@ class QpsExecutor:
                                                    seed=1000 * step.instance + step.block)]
         before = CpuReading.now()
         user0, sys0 = process_cpu_seconds(server.proc.pid)
+        tree0 = tree_cpu_seconds(server.proc.pid)
         result = server.runner.run(argv, check=False, what=f"{client.name} {step.micro}")
         time.sleep(0.1)   # let the postmaster reap the finished backend so its CPU time is counted
         server.check_alive()
         user1, sys1 = process_cpu_seconds(server.proc.pid)
+        tree1 = tree_cpu_seconds(server.proc.pid)
         after = CpuReading.now()
         try:
             parsed = client.parse(result.output)
@@ -77,7 +82,7 @@ class QpsExecutor:
                               detail="\n".join(parsed.fatal) or result.output[-3000:],
                               log=server.runner.log_path, hint=RESUME_HINT)
         cpu = (user1 - user0) + (sys1 - sys0)
-        other, steal = other_work(before, after, cpu)
+        other, steal = other_work(before, after, tree1 - tree0)
         return Sample(step, {"qps": parsed.qps, "cpu_us": cpu / parsed.queries * 1e6}, parsed.seconds,
                       detail={"tps": parsed.tps, "queries": parsed.queries, "errors": parsed.errors,
                               "reconnects": parsed.reconnects, "latency": parsed.latency_ms,
@@ -106,20 +111,30 @@ class QpsMeasure(Measure):
         return QpsExecutor(fleet, options, labels)
 
     def facts(self, samples) -> list[str]:
-        """How much other work ran beside the slices (recorded since 2026-11-28; older runs say nothing)."""
+        """How much other work ran beside the slices (recorded since 2026-11-28; older runs say nothing).
+        Every measured slice counts, excluded outlier blocks too: the question is the machine's."""
         mine = [s.detail for s in samples if s.step.mode == self.key and "other_cores" in s.detail]
         if not mine:
             return []
         other = np.array([d["other_cores"] for d in mine])
         steal = np.array([d.get("steal_cores", 0.0) for d in mine])
         busy = int(np.sum(other > BUSY_CORES))
-        line = (f"beside the QPS slices: other work took a median {np.median(other):.2f} core (max {other.max():.2f}); "
+        line = (f"beside the QPS slices: other work took a median {max(np.median(other), 0.0):.2f} core "
+                f"(readings {other.min():.2f} to {other.max():.2f}: about 0.02 is clock-tick rounding); "
                 f"{busy} of {len(other)} slices had more than {BUSY_CORES} core of it")
         if steal.max() > 0.01:
             line += f"; the hypervisor stole a median {np.median(steal):.2f} core (max {steal.max():.2f})"
+        causes = []
         if np.median(other) > BUSY_CORES:
-            line += (". THE MACHINE WAS NOT IDLE: its wall-clock figures (QPS, server CPU) include that work's "
-                     "interference; measure again with the machine to itself")
+            causes.append("other work ran beside most slices")
+        elif busy >= BUSY_SHARE * len(other):
+            causes.append(f"other work ran beside {busy} of {len(other)} slices")
+        if np.median(steal) > BUSY_CORES:
+            causes.append("the hypervisor took CPU time from most slices")
+        if causes:
+            line += (f". THE MACHINE WAS NOT IDLE ({'; '.join(causes)}): its wall-clock figures (QPS, server "
+                     "CPU) include that interference, by an amount this figure does not give; measure again "
+                     "with the machine to itself")
         return [line]
 
     def concurrency_line(self, options: BenchOptions, cores: int | None) -> str:

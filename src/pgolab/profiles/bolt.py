@@ -36,6 +36,12 @@ def function_order(llvm_version: str) -> str:
     return "hfsort+" if int(llvm_version) < 18 else "cdsort"
 
 
+# Every llvm-bolt run is single-threaded. llvm-bolt 16's -instrument output depends on its thread
+# count (five counts, five binaries, of one MariaDB server) and it crashed in 2 of 10 runs with its
+# default threads; with --no-threads it wrote one binary ten times and never crashed
+# (docs/results/bolt-crash/). So a _bolt build is the same bytes on a machine with other cores.
+THREADS = ["--no-threads"]
+
 # The optimisation recipe of BOLT's own documentation for large server binaries (the function order
 # is the release's, above):
 OPTIMIZE_OPTIONS = [
@@ -120,12 +126,12 @@ class BoltProfile:
         """llvm-bolt's instrumentation options. The profile path is compiled into the rewritten
         binary (absolute: the server chdir()s), one file per process."""
         calls = [] if self.instrument_calls else ["--instrument-calls=false"]
-        return ["-instrument", *calls, f"--instrumentation-file={profile_dir / 'prof'}",
+        return ["-instrument", *THREADS, *calls, f"--instrumentation-file={profile_dir / 'prof'}",
                 "--instrumentation-file-append-pid",
                 f"--runtime-instrumentation-lib={runtime_lib(self.llvm_version)}"]
 
     def use_flags(self, profile_dir: Path, build_dir: Path) -> list[str]:
-        return [f"-data={profile_dir / MERGED_FDATA}", OPTIMIZE_OPTIONS[0],
+        return [*THREADS, f"-data={profile_dir / MERGED_FDATA}", OPTIMIZE_OPTIONS[0],
                 f"-reorder-functions={function_order(self.llvm_version)}", *OPTIMIZE_OPTIONS[1:],
                 *(hugify_options(self.llvm_version) if self.hugify else [])]
 

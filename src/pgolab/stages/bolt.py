@@ -30,6 +30,9 @@ from .pgo import train_into
 
 # Functions BOLT may ask to leave alone before pgolab gives up on a binary.
 MAX_SKIPPED = 8
+# Runs of llvm-bolt killed by a signal before pgolab gives up. It runs on one thread (THREADS in
+# profiles/bolt), where no crash was seen; a crash there still gets one more run on the same input.
+MAX_CRASHES = 2
 
 
 @dataclass
@@ -52,6 +55,15 @@ def bolt_phases(ctx: BoltContext) -> list[Phase]:
     return BoltSteps(ctx).phases()
 
 
+def bolt_failure_hint(returncode: int, otherwise: str = "read the log's BOLT-ERROR line; a build without "
+                                                          "_bolt is not affected") -> str:
+    """What to do after llvm-bolt failed: a crash (killed by a signal) is BOLT's own fault."""
+    if returncode < 0:
+        return (f"llvm-bolt crashed {MAX_CRASHES} times on this input (a bug in BOLT, its stack in the log): "
+                "run the build again (it resumes at this phase), or build the variant with _clang19 (BOLT 19)")
+    return otherwise
+
+
 class BoltSteps:
     """The BOLT phases of one build: files under <build>/final/bolt."""
 
@@ -72,12 +84,18 @@ class BoltSteps:
 
     def run_bolt(self, runner: Runner, argv: list[str], what: str, skipped: list[str]):
         """llvm-bolt, again without each function it asks to skip (at most MAX_SKIPPED): the rest of
-        the binary is still laid out. Returns its result and the functions skipped."""
-        skipped = list(skipped)
+        the binary is still laid out; and again, unchanged, when a signal killed it (at most
+        MAX_CRASHES runs killed). Returns its last result and the functions skipped."""
+        skipped, crashes = list(skipped), 0
         while True:
             result = runner.run(argv + ([f"--skip-funcs={','.join(skipped)}"] if skipped else []), what=what,
                                 check=False)
-            name = function_to_skip(result.output) if result.returncode != 0 else None
+            if result.returncode < 0 and crashes < MAX_CRASHES - 1:
+                crashes += 1
+                self.ctx.reporter.message(f"{what} was killed by signal {-result.returncode} (its log has the "
+                                          "stack); running it again on the same input")
+                continue
+            name = function_to_skip(result.output) if result.returncode > 0 else None
             if name is None or name in skipped or len(skipped) >= MAX_SKIPPED:
                 return result, skipped
             skipped.append(name)
@@ -102,7 +120,7 @@ class BoltSteps:
                                         "llvm-bolt -instrument", [])
         if result.returncode != 0:
             raise PgolabError(f"llvm-bolt -instrument failed (exit {result.returncode})", log=runner.log_path,
-                              hint="read the log's BOLT-ERROR line; a build without _bolt is not affected")
+                              hint=bolt_failure_hint(result.returncode))
         self.skip_file.write_text("".join(f"{name}\n" for name in skipped))
         shutil.copymode(self.input, self.instrumented)
         return {"instrumented_bytes": self.instrumented.stat().st_size, "skipped_functions": skipped}
@@ -133,7 +151,8 @@ class BoltSteps:
         if result.returncode != 0:
             raise PgolabError(f"llvm-bolt failed (exit {result.returncode}); a stale-profile error means the "
                               "profile does not belong to this binary", log=runner.log_path,
-                              hint="run the build again: the BOLT training is repeated when its input changes")
+                              hint=bolt_failure_hint(result.returncode, "run the build again: the BOLT training "
+                                                     "is repeated when its input changes"))
         if stats.profiled == 0 or stats.reordered == 0:
             raise PgolabError(f"BOLT did not use the profile: {stats.describe()}", log=runner.log_path,
                               hint="the profile must come from this build's instrumented binary; "
