@@ -39,7 +39,8 @@ def function_order(llvm_version: str) -> str:
 # Every llvm-bolt run is single-threaded. llvm-bolt 16's -instrument output depends on its thread
 # count (five counts, five binaries, of one MariaDB server) and it crashed in 2 of 10 runs with its
 # default threads; with --no-threads it wrote one binary ten times and never crashed
-# (docs/results/bolt-crash/). So a _bolt build is the same bytes on a machine with other cores.
+# (docs/results/bolt-crash/). So its output does not hang on the machine's cores (measured for
+# -instrument; the optimize step is assumed to behave alike).
 THREADS = ["--no-threads"]
 
 # The optimisation recipe of BOLT's own documentation for large server binaries (the function order
