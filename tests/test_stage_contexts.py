@@ -164,6 +164,7 @@ FAKE_BOLT = """#!/bin/sh
 # llvm-bolt's shape: <input> -o <output> [options]; the output is the input, rewritten.
 { cat "$1"; echo " bolted"; } > "$3"
 chmod 777 "$3"
+echo "ARGS: $*"
 echo "BOLT-INFO: 10 out of 20 functions in the binary (50.0%) have non-empty execution profile"
 echo "BOLT-INFO: basic block reordering modified layout of 5 functions"
 """
@@ -192,6 +193,9 @@ def test_bolt_copies_the_compiles_binary_first_and_keeps_it_across_its_own_insta
     assert steps.input.read_bytes() == b"linked server"
     assert steps.instrumented.read_bytes() == b"linked server bolted\n"
     assert steps.optimize()["stats"]["reordered"] == 5
+    # llvm-bolt writes its command line into the server: no path of this build's home in it
+    args = [line for line in (layout.logs / "bolt-optimize.log").read_text().splitlines() if line.startswith("ARGS:")]
+    assert args and str(tmp_path) not in args[-1] and "-data=profile/" in args[-1], args
     assert installed.read_bytes() == b"linked server bolted\n"
     assert installed.stat().st_mode & 0o777 == 0o755, "the installed server keeps the compile's mode"
     steps.instrument()                                   # again alone: the input is still the compile's

@@ -36,11 +36,11 @@ def function_order(llvm_version: str) -> str:
     return "hfsort+" if int(llvm_version) < 18 else "cdsort"
 
 
-# Every llvm-bolt run is single-threaded. llvm-bolt 16's -instrument output depends on its thread
-# count (five counts, five binaries, of one MariaDB server) and it crashed in 2 of 10 runs with its
-# default threads; with --no-threads it wrote one binary ten times and never crashed
-# (docs/results/bolt-crash/). So its output does not hang on the machine's cores (measured for
-# -instrument; the optimize step is assumed to behave alike).
+# Every llvm-bolt run is single-threaded: llvm-bolt 16 crashed (SIGSEGV) in 2 of 10 -instrument
+# runs of one MariaDB server with its default threads and in none of 10 with --no-threads, in about
+# the same time on 2 CPUs. Its code does not depend on the thread count (the same bytes at 1, 2, 4 and
+# 8 threads); its command line, which it writes into the binary (.note.bolt_info), does:
+# docs/results/bolt-crash/.
 THREADS = ["--no-threads"]
 
 # The optimisation recipe of BOLT's own documentation for large server binaries (the function order

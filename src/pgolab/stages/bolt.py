@@ -89,7 +89,7 @@ class BoltSteps:
         skipped, crashes = list(skipped), 0
         while True:
             result = runner.run(argv + ([f"--skip-funcs={','.join(skipped)}"] if skipped else []), what=what,
-                                check=False)
+                                check=False, cwd=self.dir)
             if result.returncode < 0 and crashes < MAX_CRASHES - 1:
                 crashes += 1
                 self.ctx.reporter.message(f"{what} was killed by signal {-result.returncode} (its log has the "
@@ -115,7 +115,7 @@ class BoltSteps:
     def instrument(self) -> dict:
         self.keep_input()
         runner = self.ctx.runner("bolt-instrument")
-        result, skipped = self.run_bolt(runner, [self.tool.llvm_bolt, str(self.input), "-o", str(self.instrumented),
+        result, skipped = self.run_bolt(runner, [self.tool.llvm_bolt, self.input.name, "-o", self.instrumented.name,
                                                  *self.tool.generate_flags(self.profile_dir, self.dir)],
                                         "llvm-bolt -instrument", [])
         if result.returncode != 0:
@@ -144,8 +144,8 @@ class BoltSteps:
     def optimize(self) -> dict:
         self._require_input()
         runner = self.ctx.runner("bolt-optimize")
-        options = self.tool.use_flags(self.profile_dir, self.dir)
-        result, skipped = self.run_bolt(runner, [self.tool.llvm_bolt, str(self.input), "-o", str(self.optimized),
+        options = self.optimize_options()
+        result, skipped = self.run_bolt(runner, [self.tool.llvm_bolt, self.input.name, "-o", self.optimized.name,
                                                  *options], "llvm-bolt optimize", self.skipped())
         stats = parse_stats(result.output)
         if result.returncode != 0:
@@ -166,6 +166,12 @@ class BoltSteps:
         return {"stats": stats.as_dict(), "version": self.tool.version(), "options": options,
                 "skipped_functions": skipped}
 
+    def optimize_options(self) -> list[str]:
+        """llvm-bolt's options for the layout, its paths relative to the BOLT folder where it runs: it
+        writes its command line into the binary (.note.bolt_info), which must not name the pgolab
+        home it was built in."""
+        return self.tool.use_flags(self.profile_dir.relative_to(self.dir), Path("."))
+
     def _require_input(self) -> None:
         if not self.input.exists():
             raise PgolabError(f"{self.input} (the binary BOLT starts from) is missing",
@@ -180,7 +186,7 @@ class BoltSteps:
                   self.ctx.train.digest_input(), self.train),
             Phase("bolt-merge", "BOLT: merge the .fdata profile", None, self.merge),
             Phase("bolt-optimize", "BOLT: lay out the server with the profile",
-                  lambda: {"options": self.tool.use_flags(self.profile_dir, self.dir),
+                  lambda: {"options": self.optimize_options(),
                            "profile": self.ctx.sealed_digest(self.profile_dir, self.tool, "bolt-train")},
                   self.optimize),
         ]
