@@ -106,12 +106,13 @@ def process_cpu_seconds(pid: int) -> tuple[float, float]:
     return (utime + cutime) / tick, (stime + cstime) / tick
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """CPU seconds of a process with its reaped children and its live ones (a postmaster's
-    checkpointer, WAL writer and autovacuum run for the whole life of the server). A child that
-    ends between two readings moves from the live sum into the parent's reaped time, so the
-    difference of two readings is the tree's work between them."""
-    total = sum(process_cpu_seconds(pid))
+def live_children_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process's live children with their own reaped ones (a postmaster's
+    checkpointer, WAL writer and autovacuum live as long as the server). Added to the process's own
+    figure (process_cpu_seconds, reaped children included), the difference of two readings is the
+    whole tree's work between them: a child that ends in between moves from this sum into its
+    parent's reaped time."""
+    total = 0.0
     for child in child_pids(pid):
         try:
             total += sum(process_cpu_seconds(child))

@@ -447,10 +447,6 @@ class SuiteEstimates:
         keys = [k for k in (keys if keys is not None else list(self.micros)) if k in self.micros]
         if not keys:
             raise ValueError("no microbenchmark to summarise")
-        if len(keys) == 1:
-            # A group of one test is that test: with the run's pooled block noise instead of its
-            # own, a quick suite's one-test group read "faster" where the test read "inconclusive".
-            return self.micro(keys[0])
         if self.tolerance is not None:
             mean = float(np.mean([self.micros[k].mean() for k in keys]))
             variance, df = self.deterministic_variance(keys)
@@ -461,9 +457,15 @@ class SuiteEstimates:
         if any(v is None for v, _ in parts):
             return _t_estimate(mean, None, None, n, self.margin)
         m = len(keys)
-        # Var of the mean of independent estimates; Satterthwaite over the shared components.
-        block = sum(self.within_share(k) for k in keys) / (m * m)
-        terms = [(block, self.within[1] if self.within[1] else 0)]
+        # Var of the mean of independent estimates; Satterthwaite over the shared components. The
+        # block noise is pooled over the summarised tests (the run's pool when they have no df of
+        # their own), as a test's own estimate takes its own: a group of one test is that test (with
+        # the run's pool a one-test group read "faster" where its test read "inconclusive").
+        within = _pooled_within([self.micros[k] for k in keys])
+        if not within[1]:
+            within = self.within
+        block = sum(within[0] * self.micros[k].mean_weight() for k in keys) / (m * m)
+        terms = [(block, within[1])]
         if self.component.variance is not None:
             # The pool is one estimate shared by its tests; a test outside it brings its own.
             pooled = [k for k in keys if k not in self.own]
@@ -473,11 +475,6 @@ class SuiteEstimates:
                       for k in keys if k in self.own]
         variance = sum(v for v, _ in terms)
         return _t_estimate(mean, variance, satterthwaite(terms), n, self.margin)
-
-    def within_share(self, key: str) -> float:
-        """The block-noise part of a microbenchmark's variance, with the pooled s_e²: a summary
-        over many microbenchmarks uses the pooled within-test variation and its df."""
-        return self.within[0] * self.micros[key].mean_weight()
 
 
 def holm(p_values: list[float | None]) -> list[float | None]:

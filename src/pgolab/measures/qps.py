@@ -18,7 +18,7 @@ from ..errors import PgolabError
 from .. import clients
 from ..fleet import Fleet, cpu_sets, cpu_split
 from ..measurement import BenchOptions, Sample, Step
-from ..processes import CpuReading, other_work, process_cpu_seconds, tree_cpu_seconds
+from ..processes import CpuReading, live_children_cpu_seconds, other_work, process_cpu_seconds
 from ..runner import format_command
 from ..schedule import Plan, start_order
 from ..suite import Micro
@@ -65,12 +65,12 @@ class QpsExecutor:
                                                    seed=1000 * step.instance + step.block)]
         before = CpuReading.now()
         user0, sys0 = process_cpu_seconds(server.proc.pid)
-        tree0 = tree_cpu_seconds(server.proc.pid)
+        live0 = live_children_cpu_seconds(server.proc.pid)
         result = server.runner.run(argv, check=False, what=f"{client.name} {step.micro}")
         time.sleep(0.1)   # let the postmaster reap the finished backend so its CPU time is counted
         server.check_alive()
         user1, sys1 = process_cpu_seconds(server.proc.pid)
-        tree1 = tree_cpu_seconds(server.proc.pid)
+        live1 = live_children_cpu_seconds(server.proc.pid)
         after = CpuReading.now()
         try:
             parsed = client.parse(result.output)
@@ -82,7 +82,7 @@ class QpsExecutor:
                               detail="\n".join(parsed.fatal) or result.output[-3000:],
                               log=server.runner.log_path, hint=RESUME_HINT)
         cpu = (user1 - user0) + (sys1 - sys0)
-        other, steal = other_work(before, after, tree1 - tree0)
+        other, steal = other_work(before, after, cpu + live1 - live0)
         return Sample(step, {"qps": parsed.qps, "cpu_us": cpu / parsed.queries * 1e6}, parsed.seconds,
                       detail={"tps": parsed.tps, "queries": parsed.queries, "errors": parsed.errors,
                               "reconnects": parsed.reconnects, "latency": parsed.latency_ms,

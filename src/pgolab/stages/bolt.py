@@ -30,9 +30,9 @@ from .pgo import train_into
 
 # Functions BOLT may ask to leave alone before pgolab gives up on a binary.
 MAX_SKIPPED = 8
-# Runs of llvm-bolt killed by a signal before pgolab gives up. It runs on one thread (THREADS in
+# Runs again after llvm-bolt was killed by a signal. It runs on one thread (THREADS in
 # profiles/bolt), where no crash was seen; a crash there still gets one more run on the same input.
-MAX_CRASHES = 2
+CRASH_RETRIES = 1
 
 
 @dataclass
@@ -55,12 +55,11 @@ def bolt_phases(ctx: BoltContext) -> list[Phase]:
     return BoltSteps(ctx).phases()
 
 
-def bolt_failure_hint(returncode: int, otherwise: str = "read the log's BOLT-ERROR line; a build without "
-                                                          "_bolt is not affected") -> str:
+def bolt_failure_hint(returncode: int, otherwise: str) -> str:
     """What to do after llvm-bolt failed: a crash (killed by a signal) is BOLT's own fault."""
     if returncode < 0:
-        return (f"llvm-bolt crashed {MAX_CRASHES} times on this input (a bug in BOLT, its stack in the log): "
-                "run the build again (it resumes at this phase), or build the variant with _clang19 (BOLT 19)")
+        return (f"llvm-bolt crashed {CRASH_RETRIES + 1} times on this input (a bug in BOLT, its stack in the "
+                "log): run the build again (it resumes at this phase), or build the variant with _clang19 (BOLT 19)")
     return otherwise
 
 
@@ -84,13 +83,13 @@ class BoltSteps:
 
     def run_bolt(self, runner: Runner, argv: list[str], what: str, skipped: list[str]):
         """llvm-bolt, again without each function it asks to skip (at most MAX_SKIPPED): the rest of
-        the binary is still laid out; and again, unchanged, when a signal killed it (at most
-        MAX_CRASHES runs killed). Returns its last result and the functions skipped."""
+        the binary is still laid out; and again, unchanged, when a signal killed it (CRASH_RETRIES
+        times). Returns its last result and the functions skipped."""
         skipped, crashes = list(skipped), 0
         while True:
             result = runner.run(argv + ([f"--skip-funcs={','.join(skipped)}"] if skipped else []), what=what,
                                 check=False, cwd=self.dir)
-            if result.returncode < 0 and crashes < MAX_CRASHES - 1:
+            if result.returncode < 0 and crashes < CRASH_RETRIES:
                 crashes += 1
                 self.ctx.reporter.message(f"{what} was killed by signal {-result.returncode} (its log has the "
                                           "stack); running it again on the same input")
@@ -120,7 +119,8 @@ class BoltSteps:
                                         "llvm-bolt -instrument", [])
         if result.returncode != 0:
             raise PgolabError(f"llvm-bolt -instrument failed (exit {result.returncode})", log=runner.log_path,
-                              hint=bolt_failure_hint(result.returncode))
+                              hint=bolt_failure_hint(result.returncode, "read the log's BOLT-ERROR line; a "
+                                                     "build without _bolt is not affected"))
         self.skip_file.write_text("".join(f"{name}\n" for name in skipped))
         shutil.copymode(self.input, self.instrumented)
         return {"instrumented_bytes": self.instrumented.stat().st_size, "skipped_functions": skipped}
