@@ -198,19 +198,7 @@ def test_the_build_to_build_spread_is_estimated():
 
 def test_the_report_shows_each_replicate_the_combination_and_both_spreads(tmp_path):
     """Cost figures of a, a+r2 (the base and its replicate) and b, b+r2, b+r3, exact by construction."""
-    store = Store(tmp_path / "s.sqlite")
-    run_id, _ = store.create_or_resume_run("r", server="postgresql", base="a", suite="quick",
-                                           options=BenchOptions(modes=("cost",)),
-                                           host=Host.from_dict({"cpu": "x", "cores": 2, "memory_gib": 1, "kernel": "k"}),
-                                           identity={}, command="pgolab bench (test)")
-    ratios = {"a": 1.0, "a+r2": 1.01, "b": 1.10, "b+r2": 1.14, "b+r3": 1.12}
-    for label in ratios:
-        store.add_target(run_id, label, "binary", f"/bin/{label}", "0" * 64, BinaryInfo(f"/bin/{label}", "", label))
-    for micro, group in (("point-1/point-query", "point-1"), ("writes/insert", "writes")):
-        for position, (label, ratio) in enumerate(ratios.items()):
-            cost = 1000.0 / ratio
-            store.add(run_id, Sample(Step("cost", micro, 1, 1, position, label),
-                                     {"cycles": cost, "instructions": cost, "i1_misses": cost / 10}, 1.0), group)
+    store = _cost_store(tmp_path, "a", {"a": 1.0, "a+r2": 1.01, "b": 1.10, "b+r2": 1.14, "b+r3": 1.12})
     table = report.compute(store, "r").table("replicates")
     rows = {(r["build"], r["figure"].split(",")[0]): r for r in table.rows}
     b = rows[("b", "rCost")]
@@ -222,6 +210,37 @@ def test_the_report_shows_each_replicate_the_combination_and_both_spreads(tmp_pa
     assert a["replicates"] == 2 and a["combined"] is None
     assert a["between"] == pytest.approx(100 * math.sqrt((math.log(1.01) ** 2 - a["within"] ** 2 / 1e4) / 2), rel=0.05)
     assert "one binary" in report.compute(store, "r").table("builds").note
+
+
+def test_an_axis_over_build_replicates_is_each_build_against_its_own_twin(tmp_path):
+    """BOLT over two build pairs: replicate 2 of the twin is slower than the base, so BOLT's second
+    pair reads its own effect (1.04 / 0.96), not its ratio against the base."""
+    base = "rel_lto_pgo_use_clang"
+    ratios = {base: 1.0, f"{base}+r2": 0.96, f"{base}_bolt": 1.01, f"{base}_bolt+r2": 1.04}
+    store = _cost_store(tmp_path, base, ratios)
+    rows = {(r["build"], r["figure"].split(",")[0]): r for r in report.compute(store, "r").table("replicates").rows}
+    bolt = rows[(f"BOLT: {base}_bolt against {base}", "rCost")]
+    assert bolt["replicates"] == 2 and bolt["each"] == "1: 1.010, 2: 1.083"
+    assert bolt["combined"].value == pytest.approx(math.sqrt(1.01 * 1.04 / 0.96), rel=2e-3)
+    assert bolt["single"].value == pytest.approx(1.01) and bolt["between"] > 1.0
+    assert rows[(f"{base}_bolt", "rCost")]["each"] == "1: 1.010, 2: 1.040"
+
+
+def _cost_store(tmp_path, base: str, ratios: dict[str, float]) -> Store:
+    """A stored cost run whose targets' figures are the base's over `ratios`, exactly, in two tests."""
+    store = Store(tmp_path / "s.sqlite")
+    run_id, _ = store.create_or_resume_run("r", server="postgresql", base=base, suite="quick",
+                                           options=BenchOptions(modes=("cost",)),
+                                           host=Host.from_dict({"cpu": "x", "cores": 2, "memory_gib": 1, "kernel": "k"}),
+                                           identity={}, command="pgolab bench (test)")
+    for label in ratios:
+        store.add_target(run_id, label, "binary", f"/bin/{label}", "0" * 64, BinaryInfo(f"/bin/{label}", "", label))
+    for micro, group in (("point-1/point-query", "point-1"), ("writes/insert", "writes")):
+        for position, (label, ratio) in enumerate(ratios.items()):
+            cost = 1000.0 / ratio
+            store.add(run_id, Sample(Step("cost", micro, 1, 1, position, label),
+                                     {"cycles": cost, "instructions": cost, "i1_misses": cost / 10}, 1.0), group)
+    return store
 
 
 def test_a_replicate_shares_the_instrumented_build_and_keeps_its_own_twin():

@@ -111,15 +111,18 @@ def replicates_table(a: Analysis) -> Table | None:
     """Per build with replicates in the run (labels V, V+r2, ...), each headline figure over its
     builds: every replicate's suite figure, the combination whose interval includes the build-to-build
     spread, and that spread beside the within-run one. The base's replicates are measured against
-    the base itself: their ratios are one build against another, and give the base's spread."""
+    the base itself: their ratios are one build against another, and give the base's spread. An axis
+    whose pairs repeat over replicates (V_bolt+rK against V+rK) gets rows of its own: its effect over
+    the build pairs."""
     by_build: dict[str, list[str]] = {}
     for label in [a.base, *a.labels]:
         by_build.setdefault(replicates.split(label)[0], []).append(label)
     replicated = {b: ls for b, ls in by_build.items() if len(ls) > 1}
-    if not replicated:
+    axes = replicated_axes(a)
+    if not replicated and not axes:
         return None
     columns = [Column("build", "build"), Column("figure", "figure"), Column("replicates", "replicates"),
-               Column("each", "each replicate against the base"),
+               Column("each", "each replicate against the base (an axis: against its twin)"),
                Column("combined", "over the builds [95% CI, build-to-build included]"),
                Column("verdict", "verdict"), Column("single", "replicate 1 alone [95% CI, one binary]"),
                Column("within", "within-run SE %"), Column("between", "build-to-build SD %")]
@@ -140,10 +143,18 @@ def replicates_table(a: Analysis) -> Table | None:
                 combined = stats.combine_replicates(list(found.values()))
                 if combined is None:
                     continue
-                row |= {"combined": combined.combined, "verdict": combined.combined.verdict(),
-                        "single": found.get(build), "within": 100 * combined.within,
-                        "between": 100 * combined.between if combined.between is not None else None}
+                row |= combined_cells(combined, found.get(build))
             rows.append(row)
+    for (axis, with_, without), pairs in axes.items():
+        for f in a.headline():
+            found = {replicates.split(p.with_)[1]: a.pairs[(f.key, p.without, p.with_)].summary() for p in pairs
+                     if (f.key, p.without, p.with_) in a.pairs}
+            combined = stats.combine_replicates(list(found.values())) if len(found) > 1 else None
+            if combined is None:
+                continue
+            rows.append({"build": f"{axis}: {with_} against {without}", "figure": figure_name(a, f),
+                         "replicates": len(found), "each": ", ".join(f"{k}: {e.value:.3f}" for k, e in found.items()),
+                         **combined_cells(combined, found.get(1))})
     return Table("replicates", "Build replicates: each figure over independent builds of one variant", columns, rows,
                  note="Every other table's row is one binary measured in one run. A replicate is another build of the "
                       "same variant (V+rK: another training seed for PGO, another code layout from the link: clang's "
@@ -156,7 +167,26 @@ def replicates_table(a: Analysis) -> Table | None:
                       "give a wide interval. The base's replicates are measured against the base: each of their "
                       "ratios is one build against another, and its spread is that of a single build (the root of "
                       "half the pair variance beyond the within-run part); the base's own spread is not in the other "
-                      "rows' intervals.")
+                      "rows' intervals. An axis row (AXIS: V_AXIS against V) combines the same way each replicate "
+                      "of the build against the same replicate of its twin (V_AXIS+rK against V+rK): the axis's "
+                      "effect over the builds, and how much it moves from one build pair to the next.")
+
+
+def replicated_axes(a: Analysis) -> dict[tuple[str, str, str], list]:
+    """The axis pairs of the run that repeat over build replicates, by (axis, build, twin): BOLT's
+    V_bolt against V, V_bolt+r2 against V+r2, ..."""
+    found: dict[tuple[str, str, str], list] = {}
+    for p in a.axes:
+        found.setdefault((p.axis, replicates.split(p.with_)[0], replicates.split(p.without)[0]), []).append(p)
+    return {k: ps for k, ps in found.items() if len(ps) > 1}
+
+
+def combined_cells(combined: stats.ReplicateSpread, single: stats.Estimate | None) -> dict:
+    """The replicates table's cells of a combination over builds: the interval with build-to-build
+    variation, its verdict, replicate 1 alone and both spreads (in %)."""
+    return {"combined": combined.combined, "verdict": combined.combined.verdict(), "single": single,
+            "within": 100 * combined.within,
+            "between": 100 * combined.between if combined.between is not None else None}
 
 
 def with_holm(rows: list[dict], estimate: str, out: str, family) -> None:
