@@ -40,7 +40,8 @@ compare mariadb-distro distro mariadb-10.11-bolt:mariadb-bolt-870196ce mariadb-1
 compare mariadb-distro-quick distro cost-across-machines:newest mariadb-10.11-deb:mariadb-deb-8269fc0c
 # PostgreSQL 15.18 rel_o2nofp (gcc, 7efa1c992194) and its replicates: compared in
 # ../postgresql-15-across-machines/ (its run.sh's compare step), on the same suite.
-# MySQL 9.7.2 rel_o2nofp: the LTO proof (AMD EPYC family 26) and the PGO proof's piece 2 (Intel Xeon),
-# full suite, a quarter of the events.
-compare mysql-rel_o2nofp rel_o2nofp mysql-9.7-lto:mysql-lto-6e3c51bc \
-  mysql-9.7-pgo-clang:newest
+# MySQL 9.7.2 rel_o2nofp (gcc, ac35a5624eb5): the clang PGO proof's run (AMD EPYC family 25) and the
+# clang PGO+LTO and gcc PGO proofs' runs (Intel Xeon), full suite, a quarter of the events. (The LTO
+# proof's rel_o2nofp, 229fe636df6d, was built before the reproducible-build changes: another binary.)
+compare mysql-rel_o2nofp rel_o2nofp mysql-9.7-pgo-clang-nolto:newest mysql-9.7-pgo-clang:newest \
+  mysql-9.7-pgo-gcc:newest

@@ -1,6 +1,7 @@
 """Figures of README.md that the report does not print, from the report's own CSV files (no interval):
 the quick suite's tests within this full-suite run (geometric means of report/micro.csv's per-test
-ratios), and branch mispredictions per query, base over build, over the suite (report/cost.csv).
+ratios), and branch mispredictions per query, base over build, over the suite and per group
+(report/cost.csv).
 Run from the checkout, with a report folder (default: this folder's):
     .venv/bin/python docs/results/mysql-9.7-pgo-gcc/checks.py > docs/results/mysql-9.7-pgo-gcc/checks.txt
 """
@@ -32,9 +33,13 @@ def main() -> None:
     cost = rows("cost.csv")
     base = {(r["group"], r["micro"]): float(r["mispredicts"]) for r in cost if r["target"] == BASE}
     for target in dict.fromkeys(r["target"] for r in cost if r["target"] != BASE):
-        ratios = [base[(r["group"], r["micro"])] / float(r["mispredicts"]) for r in cost if r["target"] == target]
+        ratios = {(r["group"], r["micro"]): base[(r["group"], r["micro"])] / float(r["mispredicts"])
+                  for r in cost if r["target"] == target}
         print(f"{target}: branch mispredictions per query, {BASE} over {target}, geometric mean over "
-              f"{len(ratios)} tests: {geometric_mean(ratios):.3f}")
+              f"{len(ratios)} tests: {geometric_mean(list(ratios.values())):.3f}")
+        for group in dict.fromkeys(g for g, _ in ratios):
+            mine = [v for (g, _), v in ratios.items() if g == group]
+            print(f"  {group} ({len(mine)} tests): {geometric_mean(mine):.3f}")
 
 
 if __name__ == "__main__":
