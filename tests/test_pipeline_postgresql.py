@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pgolab import profile_file, sources
+from pgolab import elf, profile_file, sources
 from pgolab.build import BuildRequest, variant_dir
 from pgolab.quality import profile_check
 from pgolab.variants import parse
@@ -285,13 +285,16 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     assert stats["reordered"] > 100 and stats["matched_share"] > 0.9 and stats["stale"] == 0
     assert "-Wl,--emit-relocs" in record.flags["final"]["link"]
     assert record.bolt["bolt-merge"]["branch_count"] > 0
+    # llvm-bolt writes its command line into the server; it names no home, so that two homes can
+    # give one binary.
+    note = elf.section_text(Path(record.server_binary), ".note.bolt_info")
+    assert "llvm-bolt" in note and os.environ["PGOLAB_HOME"] not in note, note
     if not WITH_CS:
         # The layout axes: cold blocks split off and hot/cold sections kept apart before BOLT, whose
         # hugify runtime starts the (answering) server.
         assert "-fsplit-machine-functions" in record.flags["final"]["compile"]
         assert "-Wl,-z,keep-text-section-prefix" in record.flags["final"]["link"]
         assert "-hugify" in record.bolt["bolt-optimize"]["options"]
-        from pgolab import elf
         assert {".text.split", ".text.hot", ".text.unlikely"} <= set(elf.section_names(Path(record.server_binary)))
         nm = subprocess.run(["nm", record.server_binary], capture_output=True, text=True).stdout
         assert "__bolt_hugify_start_program" in nm

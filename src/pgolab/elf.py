@@ -80,7 +80,13 @@ def needed_libraries(path: Path) -> list[str]:
 
 def comment(path: Path) -> str:
     """The .comment section (the compilers and their versions, NUL-separated), as text."""
-    found = next((s for s in sections(path) if s.name == ".comment"), None)
+    return section_text(path, ".comment")
+
+
+def section_text(path: Path, name: str) -> str:
+    """A section's bytes as text, NULs as line breaks ("" when the binary has no such section):
+    .comment, or the command line llvm-bolt leaves in .note.bolt_info."""
+    found = next((s for s in sections(path) if s.name == name), None)
     if found is None:
         return ""
     with open(path, "rb") as f:

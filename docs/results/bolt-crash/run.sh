@@ -4,22 +4,16 @@
 # (default: this machine's rel_lto_pgo_use_clang_bolt of MariaDB 10.11.18, the queue's 2026-11-28
 # crash); RUNS each way (default 10). Output: crashes.txt (exit code, seconds, sha256 of the output).
 set -uo pipefail
-OUT=$(cd "$(dirname "$0")" && pwd)
-INPUT=${1:-$(ls -d ${PGOLAB_HOME:-/var/cache/pgolab}/builds/mariadb-10.11.18-*/rel_lto_pgo_use_clang_bolt/final/bolt/input | head -1)}
+. "$(dirname "$0")/instrument.sh"
 RUNS=${RUNS:-10}
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
 {
   echo "# input $INPUT sha256 $(sha256sum "$INPUT" | cut -c1-12); $(llvm-bolt-16 --version | grep -m1 -i 'llvm version')"
   echo "# threads|run|exit|seconds|output sha256"
   for threads in default no-threads; do
     extra=(); [ $threads = no-threads ] && extra=(--no-threads)
     for i in $(seq 1 "$RUNS"); do
-      rm -f "$WORK/out"
       start=$(date +%s.%N)
-      llvm-bolt-16 "$INPUT" -o "$WORK/out" -instrument --instrumentation-file="$WORK/prof" \
-        --instrumentation-file-append-pid --runtime-instrumentation-lib=llvm-16/lib/libbolt_rt_instr.a \
-        "${extra[@]}" > "$WORK/log" 2>&1
+      instrument "${extra[@]}"
       rc=$?
       digest=-; [ $rc = 0 ] && digest=$(sha256sum "$WORK/out" | cut -c1-12)
       echo "$threads|$i|$rc|$(echo "$(date +%s.%N) - $start" | bc | cut -c1-5)|$digest"

@@ -5,20 +5,14 @@
 # output without its .note.bolt_info section, which holds llvm-bolt's command line, and sha256 of
 # that note alone).
 set -uo pipefail
-OUT=$(cd "$(dirname "$0")" && pwd)
-INPUT=${1:-$(ls -d ${PGOLAB_HOME:-/var/cache/pgolab}/builds/mariadb-10.11.18-*/rel_lto_pgo_use_clang_bolt/final/bolt/input | head -1)}
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+. "$(dirname "$0")/instrument.sh"
 {
   echo "# input $INPUT sha256 $(sha256sum "$INPUT" | cut -c1-12); machine: $(nproc) CPUs"
   echo "# options|runs (killed ones included)|output sha256 without .note.bolt_info|the note's sha256"
   for opts in "--thread-count=1" "--thread-count=2" "--thread-count=4" "--thread-count=8" "--no-threads" \
               "--no-threads --thread-count=4"; do
     for attempt in 1 2 3 4; do
-      rm -f "$WORK/out"
-      llvm-bolt-16 "$INPUT" -o "$WORK/out" -instrument --instrumentation-file="$WORK/prof" \
-        --instrumentation-file-append-pid --runtime-instrumentation-lib=llvm-16/lib/libbolt_rt_instr.a \
-        $opts > "$WORK/log" 2>&1 && break
+      instrument $opts && break
     done
     digest=-; note=-
     if [ -f "$WORK/out" ]; then
