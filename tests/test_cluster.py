@@ -62,12 +62,12 @@ def test_one_task_per_build_each_read_against_its_own_base(local_cluster, tmp_pa
         "the most costly first; a PGO build and its _bolt twin are one task"
     said = []
     store = Store(tmp_path / "client.sqlite")
-    run_id = cluster.run(local_cluster, shares, store, "m", "test", say=said.append)
+    run_id = cluster.run(local_cluster, shares, store, "m", "test", say=said.append).run_id
     builds = {r["build"]: r["cycles"].value for r in report.compute(store, run_id).table("builds").rows}
     assert builds == pytest.approx({"rel_lto": 1.1, "rel_pgo_use": 1.4, "rel_pgo_use_bolt": 1.45})
     assert any(re.search(r"\[2/2\] .* built and measured on a fake worker", line) for line in said), said
     # The client killed and the same command run again: nothing new, one merged run.
-    assert cluster.run(local_cluster, shares, store, "m", "test", say=said.append) == run_id
+    assert cluster.run(local_cluster, shares, store, "m", "test", say=said.append).run_id == run_id
 
 
 def test_a_cluster_without_build_workers_or_asked_for_qps_says_what_to_do(tmp_path):

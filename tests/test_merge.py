@@ -10,13 +10,15 @@ import pytest
 from pgolab import bench, matrix, merge, report, runfile
 from pgolab.errors import PgolabError
 from pgolab.fleet import BenchTarget
+from pgolab.host import Host
 from pgolab.measurement import BenchOptions, Sample
+from pgolab.measures.qps import QpsMeasure
 from pgolab.record import BinaryInfo
 from pgolab.store import Store
 from pgolab.toolchains import compiler_family
 from pgolab.variants import parse
 
-from test_measures import FakeFleet, FakeInstallation
+from test_measures import FakeExecutor, FakeFleet, FakeInstallation
 from test_runfile import FakeCost, FakeCostExecutor
 
 OPTIONS = BenchOptions(suite="quick", modes=("cost",), cost_write_repeats=2)
@@ -77,8 +79,27 @@ class ShardCost(FakeCost):
         return ShardExecutor(self.speeds)
 
 
+class ShardQpsExecutor(FakeExecutor):
+    """QPS of 1000 × the label's speed, times the machine's own pace, with 1 % noise."""
+    def __init__(self, fleet, options, labels, speeds, pace):
+        super().__init__(fleet, options, labels)
+        self.speeds, self.pace = speeds, pace
+
+    def measure(self, micro, step):
+        qps = 1000 * self.pace * self.speeds[step.label] * self.random.gauss(1, 0.01)
+        return Sample(step, {"qps": qps, "cpu_us": 1e6 / qps}, 0.0)
+
+
+class ShardQps(QpsMeasure):
+    def __init__(self, speeds, pace=1.0):
+        self.speeds, self.pace = speeds, pace
+
+    def executor(self, fleet, options, labels):
+        return ShardQpsExecutor(fleet, options, labels, self.speeds, self.pace)
+
+
 def shard_run(tmp_path: Path, store: Store, name: str, labels: list[str], binaries: dict[str, bytes],
-              speeds=SPEEDS, options=OPTIONS) -> None:
+              speeds=SPEEDS, options=OPTIONS, measures=None) -> None:
     targets = []
     for label in labels:
         binary = tmp_path / name / label
@@ -86,7 +107,7 @@ def shard_run(tmp_path: Path, store: Store, name: str, labels: list[str], binari
         binary.write_bytes(binaries.get(label, label.encode()))
         targets.append(BenchTarget(label, "binary", FakeInstallation(binary), BinaryInfo(str(binary), "", label)))
     bench.run_bench(store, name, "base", targets, options, f"pgolab matrix --shard ({name})",
-                    measures=[ShardCost(speeds)], fleet_factory=FakeFleet)
+                    measures=measures or [ShardCost(speeds)], fleet_factory=FakeFleet)
 
 
 def test_merged_shards_read_every_build_against_its_own_shard_base(tmp_path, monkeypatch):
@@ -95,12 +116,12 @@ def test_merged_shards_read_every_build_against_its_own_shard_base(tmp_path, mon
     shard_run(tmp_path, one, "shard1", ["base", "lto"], {})
     shard_run(tmp_path, two, "shard2", ["base", "pgo"], {})
     runfile.export_run(two, "shard2", tmp_path / "shard2.run.gz")       # from the other machine
-    run_id = merge.merge(one, ["shard1", str(tmp_path / "shard2.run.gz")], "merged", "pgolab merge (test)")
+    run_id = merge.merge(one, ["shard1", str(tmp_path / "shard2.run.gz")], "merged", "pgolab merge (test)").run_id
     builds = {r["build"]: r["cycles"].value for r in report.compute(one, run_id).table("builds").rows}
     assert builds == pytest.approx({"lto": 1.1, "pgo": 1.4})
     instances = {s.step.instance for s in one.samples(run_id)}
     assert instances == {101, 201}
-    again = merge.merge(one, ["shard1", str(tmp_path / "shard2.run.gz")], "merged", "pgolab merge (test)")
+    again = merge.merge(one, ["shard1", str(tmp_path / "shard2.run.gz")], "merged", "pgolab merge (test)").run_id
     assert again == run_id and one.sample_count(run_id) == len(one.samples(run_id)), "merging twice adds nothing"
 
 
@@ -118,10 +139,45 @@ def test_merge_refuses_shards_that_are_not_one_experiment(tmp_path, monkeypatch)
         merge.merge(store, ["a", "moved"], "m2", "test")
     # Another binary that costs the same: one anchor.
     shard_run(tmp_path, store, "rebuilt", ["base", "pgo"], {"base": b"rebuilt elsewhere"})
-    assert merge.merge(store, ["a", "rebuilt"], "m3", "test")
+    assert merge.merge(store, ["a", "rebuilt"], "m3", "test").run_id
     # One label, two binaries.
     shard_run(tmp_path, store, "twice", ["base", "lto"], {"lto": b"another lto"})
     with pytest.raises(PgolabError, match="lto was measured with two binaries"):
         merge.merge(store, ["a", "twice"], "m4", "test")
     with pytest.raises(PgolabError, match="2 shards or more"):
         merge.merge(store, ["a"], "m5", "test")
+
+
+def test_shards_on_two_cpu_models_merge_their_cost_and_keep_each_models_qps_apart(tmp_path, monkeypatch):
+    """Three shards, two on one CPU model whose clock runs at its own pace, one on another at twice
+    it: cost is merged over all three, QPS only within each model, and the report says so."""
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    store = Store(tmp_path / "s.sqlite")
+    options = BenchOptions(suite="quick", modes=("qps", "cost"), instances=2, blocks=2, cost_write_repeats=2)
+    here = Host.this()
+    speeds = {**SPEEDS, "native": 1.05}
+    for name, labels, family, pace in (("s1", ["base", "lto"], "family 25, model 1", 1.0),
+                                       ("s2", ["base", "pgo"], "family 6, model 167", 2.0),
+                                       ("s3", ["base", "native"], "family 25, model 1", 1.0)):
+        monkeypatch.setattr(Host, "this", classmethod(lambda cls, f=family: replace(here, cpu="Some CPU", cpu_id=f"cpu {f}, stepping 1")))
+        shard_run(tmp_path, store, name, labels, {}, options=options,
+                  measures=[ShardQps(speeds, pace), ShardCost(speeds)])
+    merged = merge.merge(store, ["s1", "s2", "s3"], "m", "test")
+    assert set(merged.per_cpu) == {"Some CPU (family 25, model 1)", "Some CPU (family 6, model 167)"}
+    whole = report.compute(store, merged.run_id)
+    assert {s.step.mode for s in store.samples(merged.run_id)} == {"cost"}
+    assert {r["build"]: r["cycles"].value for r in whole.table("builds").rows} == \
+        pytest.approx({"lto": 1.1, "pgo": 1.4, "native": 1.05})
+    facts = "\n".join(whole.facts)
+    assert "on Some CPU (family 25, model 1): s1, s3; on Some CPU (family 6, model 167): s2" in facts
+    assert "m@some-cpu-family-6-model-167 (Some CPU (family 6, model 167))" in facts
+    assert "host of the first shard" in facts
+    amd = report.compute(store, merged.per_cpu["Some CPU (family 25, model 1)"])
+    assert {s.step.mode for s in store.samples(merged.per_cpu["Some CPU (family 25, model 1)"])} == {"qps"}
+    assert {r["build"]: r["qps"].value for r in amd.table("builds").rows} == \
+        pytest.approx({"lto": 1.1, "native": 1.05}, rel=0.02)
+    intel = report.compute(store, merged.per_cpu["Some CPU (family 6, model 167)"])
+    assert {r["build"]: r["qps"].value for r in intel.table("builds").rows} == pytest.approx({"pgo": 1.4}, rel=0.02)
+    # Merging again adds nothing: the same three runs.
+    again = merge.merge(store, ["s1", "s2", "s3"], "m", "test")
+    assert again == merged and store.sample_count(merged.run_id) == len(store.samples(merged.run_id))

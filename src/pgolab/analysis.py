@@ -57,11 +57,7 @@ class Analysis:
     def cpu(self) -> str:
         """The CPU model the run's wall-clock figures were measured on, e.g. "AMD EPYC (family 26,
         model 2)": the name alone covers generations that price the same code differently."""
-        if self.host is None:
-            return "an unrecorded CPU"
-        parts = [p for p in self.host.cpu_id.replace("cpu family", "family").split(", ")
-                 if not p.startswith("stepping")]
-        return f"{self.host.cpu} ({', '.join(parts)})"
+        return "an unrecorded CPU" if self.host is None else self.host.model()
 
     def sensitivity(self, figure: Figure, reference: str, label: str,
                     keys: list[str] | None = None) -> stats.Sensitivity | None:

@@ -710,7 +710,7 @@ def _matrix_on_cluster(address, source_args, variants, bolt, base, train, option
     name = run_name or f"matrix-{source_args[0].replace('/', '_')}-{options.suite}-cost-cluster"
     tasks = cluster.shares(matrix.choose(variants, bolt), base, source_args[0], train, options, name, jobs)
     store = Store(store_path)
-    _show_run(store, cluster.run(address, tasks, store, name, _command_line(), say=console.print), out_dir)
+    _show_merged(store, cluster.run(address, tasks, store, name, _command_line(), say=console.print), out_dir)
 
 
 @app.command("merge")
@@ -726,7 +726,7 @@ def merge_cmd(
     from .merge import merge
     from .store import Store
     store = Store(store_path)
-    _show_run(store, merge(store, shards, name, _command_line()), out_dir)
+    _show_merged(store, merge(store, shards, name, _command_line()), out_dir)
 
 
 @app.command("machines")
@@ -749,6 +749,14 @@ def machines_cmd(
     print_terminal(data, out)
     if out_dir:
         console.print(f"exported to {out_dir}: {', '.join(p.name for p in export(data, out_dir).values())}")
+
+
+def _show_merged(store, merged, out_dir: Optional[Path]) -> None:
+    """A merged run's report, then each CPU model's run of wall-clock figures (in OUT/<its run name>)."""
+    _show_run(store, merged.run_id, out_dir)
+    for model, run_id in merged.per_cpu.items():
+        console.print(f"\nWall-clock figures of the shards on {model}:", style="bold", highlight=False)
+        _show_run(store, run_id, out_dir / store.run(run_id).name if out_dir else None)
 
 
 def _show_run(store, run_id: int, out_dir: Optional[Path], also: tuple[Path, ...] = ()) -> None:

@@ -106,7 +106,7 @@ def check_options(options: BenchOptions) -> None:
 
 
 def run(address: str, shares_: list[Share], store: Store, name: str, command: str,
-        say: Callable[[str], None] = print) -> int:
+        say: Callable[[str], None] = print) -> "merge.Merged":
     """Every share on the cluster; each result imported as it arrives, then all merged into `name`."""
     try:
         from distributed import Client, wait

@@ -80,6 +80,12 @@ class Host:
         """What a resumed run must match: all of it (another machine is another experiment)."""
         return self.as_dict()
 
+    def model(self) -> str:
+        """The CPU model wall-clock figures hold for, e.g. "AMD EPYC (family 26, model 2)": the name
+        alone covers generations that price the same code differently; the stepping is left out."""
+        parts = [p for p in self.cpu_id.replace("cpu family", "family").split(", ") if not p.startswith("stepping")]
+        return f"{self.cpu} ({', '.join(parts)})"
+
     def describe(self) -> str:
         return (f"{self.cpu} ({self.cpu_id}; caches {self.caches}), {self.cores} cores, {self.memory_gib} GiB, "
                 f"kernel {self.kernel}")

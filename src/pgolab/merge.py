@@ -9,15 +9,17 @@ The merge refuses, with the reason, shards that are not one experiment:
   more than the cross-machine bound;
 - one label with two binaries.
 Wall-clock figures travel only between shards measured on one CPU model; otherwise the merged run
-keeps the cost figures alone and says why, and each shard's own run keeps its QPS.
+keeps the cost figures alone and says why, and the shards of each CPU model are merged apart into a
+run of their wall-clock figures (NAME@cpu-model), which the merge prints after it.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import runfile
@@ -139,23 +141,45 @@ def check_anchor(shards: list[Shard], base: str, bound: float = CROSS_MACHINE_BO
                               hint="rebuild the base identically in every shard (same source, toolchain, variant)")
 
 
-def one_cpu(shards: list[Shard]) -> bool:
-    hosts = {(h.cpu, h.cpu_id) for h in (Host.from_dict(json.loads(s.rows["run"]["host"])) for s in shards)}
-    return len(hosts) == 1
+def host_of(shard: Shard) -> Host:
+    return Host.from_dict(json.loads(shard.rows["run"]["host"]))
 
 
-def merged_rows(shards: list[Shard], name: str, command: str) -> dict:
+def by_cpu_model(shards: list[Shard]) -> dict[str, list[Shard]]:
+    """The shards by the CPU model they ran on (Host.model: the report's unit for wall-clock figures)."""
+    groups: dict[str, list[Shard]] = {}
+    for shard in shards:
+        groups.setdefault(host_of(shard).model(), []).append(shard)
+    return groups
+
+
+def clock_modes() -> set[str]:
+    """The measures whose figures hold for one machine: merged only within one CPU model."""
+    return {m.key for m in MEASURES.values() if m.machine_bound}
+
+
+def per_cpu_name(name: str, model: str) -> str:
+    """The run of one CPU model's wall-clock figures: merged@amd-epyc-family-25-model-1."""
+    return f"{name}@{re.sub(r'[^a-z0-9]+', '-', model.lower()).strip('-')}"
+
+
+@dataclass(frozen=True)
+class Merged:
+    run_id: int                                 # every shard's cost (and clock figures, if one CPU model)
+    per_cpu: dict[str, int] = field(default_factory=dict)   # CPU model -> run of its shards' clock figures
+
+
+def merged_rows(shards: list[Shard], name: str, command: str, dropped: set[str] = frozenset(),
+                note: str | None = None, per_cpu: dict[str, str] | None = None) -> dict:
+    """One run of the shards' rows, without the `dropped` modes' samples; `note` says why, and
+    `per_cpu` (CPU model -> run name) where the clock figures went instead."""
     base = shards[0].rows["run"]["base"]
-    keep_clock = one_cpu(shards)
-    dropped = {m.key for m in MEASURES.values() if m.machine_bound and not keep_clock}
     run = dict(shards[0].rows["run"])
     notes = [command, f"merged from {', '.join(s.name for s in shards)}: shard k's instance i is instance "
                       f"{INSTANCE_STRIDE}·k + i; every build is read against its own shard's base"]
-    if dropped:
-        cpus = sorted({Host.from_dict(json.loads(s.rows["run"]["host"])).describe() for s in shards})
-        notes.append(f"{', '.join(sorted(dropped))} left out: the shards ran on different CPUs ({'; '.join(cpus)}); "
-                     f"each shard's own run keeps them")
-    identity = {"merged_from": [_identity(s) for s in shards]}
+    notes += [note] if note else []
+    identity = {"merged_from": [_identity(s) for s in shards], "shards": [s.name for s in shards],
+                "clock_per_cpu": per_cpu or {}}
     options = json.loads(run["options"])
     options["modes"] = [m for m in options.get("modes", []) if m not in dropped]
     run.update(name=name, identity=json.dumps(identity), commands=json.dumps(notes), status="finished",
@@ -175,8 +199,9 @@ def merged_rows(shards: list[Shard], name: str, command: str) -> dict:
     return {"run": run, "targets": targets, "samples": samples, "excluded": excluded}
 
 
-def merge(store: Store, refs: list[str], name: str, command: str, at_least: int = 2) -> int:
-    """The shards' runs as one run named `name` in the store; returns its id."""
+def merge(store: Store, refs: list[str], name: str, command: str, at_least: int = 2) -> Merged:
+    """The shards' runs as one run named `name` in the store. Shards on several CPU models: that run
+    holds their cost alone, and each model's shards are merged apart into a run of their clock figures."""
     shards = load(store, refs, at_least)
     base = shards[0].rows["run"]["base"]
     if any(s.rows["run"]["base"] != base for s in shards):
@@ -184,5 +209,37 @@ def merge(store: Store, refs: list[str], name: str, command: str, at_least: int 
     check_same_experiment(shards)
     check_labels(shards, base)
     check_anchor(shards, base)
-    run_id, _ = store.add_rows(merged_rows(shards, name, command))
-    return run_id
+    groups = by_cpu_model(shards)
+    if len(groups) == 1:
+        return Merged(store.add_rows(merged_rows(shards, name, command))[0])
+    clock = clock_modes()
+    measured = {s["mode"] for shard in shards for s in shard.rows["samples"]}
+    names = {model: per_cpu_name(name, model) for model, group in groups.items()
+             if any(s["mode"] in clock for shard in group for s in shard.rows["samples"])}
+    left_out = sorted(clock & measured)
+    note = (f"{', '.join(left_out)} not merged: the shards ran on {len(groups)} CPU models, and wall-clock figures "
+            f"hold for one; each model's shards are merged apart: {', '.join(names.values())}") if left_out else None
+    run_id = store.add_rows(merged_rows(shards, name, command, clock, note, names))[0]
+    per_cpu = {}
+    for model, run_name in names.items():
+        rows = merged_rows(groups[model], run_name, command, measured - clock,
+                           f"the wall-clock figures of the shards on {model}; every shard's cost is in {name}")
+        per_cpu[model] = store.add_rows(rows)[0]
+    return Merged(run_id, per_cpu)
+
+
+def merge_facts(identity: dict) -> list[str]:
+    """What a merged run's report says of its shards: the CPU model each ran on (its stored host is the
+    first shard's) and where the wall-clock figures went. Reads the keys merged_rows wrote."""
+    if "merged_from" not in identity:
+        return []
+    models: dict[str, list[str]] = {}
+    for shard, ident in zip(identity.get("shards", []), identity["merged_from"]):
+        models.setdefault(Host.from_dict(ident.get("host", {})).model(), []).append(shard)
+    count = len(identity["merged_from"])
+    facts = [f"merged from {count} shard{'s' if count > 1 else ''}: " +
+             "; ".join(f"on {model}: {', '.join(names)}" for model, names in models.items())]
+    if identity.get("clock_per_cpu"):
+        facts.append("wall-clock figures are not merged across CPU models; each model's: " +
+                     ", ".join(f"{run} ({model})" for model, run in identity["clock_per_cpu"].items()))
+    return facts

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..errors import PgolabError
 from ..measures import MEASURES
+from ..merge import merge_facts
 from ..store import Store, StoredRun
 from ..analysis import Analysis, analyse, series_pairs
 from ..document import Chart, Column, Report, Table, words
@@ -62,6 +63,10 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
              f"{len(samples)} samples; status {run.status}",
              f"sysbench: {workload_text(run.options)}",
              f"host: {run.host.describe()}"]
+    merged = merge_facts(run.identity)
+    if merged:     # a merged run's stored host is its first shard's
+        facts[-1] = f"host of the first shard: {run.host.describe()}"
+        facts += merged
     facts += [line for m in measured for line in m.facts(samples)]
     notes = [("Method", METHOD_NOTE), ("Noise", noise_note(a, run.options, measures)),
              ("Multiple comparisons", multiple_comparisons_note(micro, run.options, measured))]
