@@ -178,8 +178,8 @@ def merged_rows(shards: list[Shard], name: str, command: str, dropped: set[str] 
     notes = [command, f"merged from {', '.join(s.name for s in shards)}: shard k's instance i is instance "
                       f"{INSTANCE_STRIDE}·k + i; every build is read against its own shard's base"]
     notes += [note] if note else []
-    identity = {"merged_from": [_identity(s) for s in shards], "shards": [s.name for s in shards],
-                "clock_per_cpu": per_cpu or {}}
+    identity = {"merged_from": [_identity(s) for s in shards],
+                "shards": [s.rows["run"]["name"] for s in shards], "clock_per_cpu": per_cpu or {}}
     options = json.loads(run["options"])
     options["modes"] = [m for m in options.get("modes", []) if m not in dropped]
     run.update(name=name, identity=json.dumps(identity), commands=json.dumps(notes), status="finished",
