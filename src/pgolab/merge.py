@@ -227,19 +227,3 @@ def merge(store: Store, refs: list[str], name: str, command: str, at_least: int 
         per_cpu[model] = store.add_rows(rows)[0]
     return Merged(run_id, per_cpu)
 
-
-def merge_facts(identity: dict) -> list[str]:
-    """What a merged run's report says of its shards: the CPU model each ran on (its stored host is the
-    first shard's) and where the wall-clock figures went. Reads the keys merged_rows wrote."""
-    if "merged_from" not in identity:
-        return []
-    models: dict[str, list[str]] = {}
-    for shard, ident in zip(identity.get("shards", []), identity["merged_from"]):
-        models.setdefault(Host.from_dict(ident.get("host", {})).model(), []).append(shard)
-    count = len(identity["merged_from"])
-    facts = [f"merged from {count} shard{'s' if count > 1 else ''}: " +
-             "; ".join(f"on {model}: {', '.join(names)}" for model, names in models.items())]
-    if identity.get("clock_per_cpu"):
-        facts.append("wall-clock figures are not merged across CPU models; each model's: " +
-                     ", ".join(f"{run} ({model})" for model, run in identity["clock_per_cpu"].items()))
-    return facts

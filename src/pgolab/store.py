@@ -90,6 +90,24 @@ class StoredSample:
 
 
 @dataclass(frozen=True)
+class MergedShards:
+    """What a merged run's identity records of its shards (merge.merged_rows writes it): the shards'
+    run names by the CPU model each ran on, and, when their wall-clock figures were not merged across
+    models, the run that holds each model's."""
+    by_cpu_model: dict[str, list[str]]
+    clock_per_cpu: dict[str, str]
+
+    @classmethod
+    def of(cls, identity: dict) -> "MergedShards | None":
+        if "merged_from" not in identity:
+            return None
+        models: dict[str, list[str]] = {}
+        for name, shard in zip(identity.get("shards", []), identity["merged_from"]):
+            models.setdefault(Host.from_dict(shard.get("host", {})).model(), []).append(name)
+        return cls(models, dict(identity.get("clock_per_cpu", {})))
+
+
+@dataclass(frozen=True)
 class StoredRun:
     """A run as stored: what it measured, on which machine, and how far it got."""
     id: int
@@ -100,9 +118,14 @@ class StoredRun:
     suite: str
     options: BenchOptions
     host: Host
-    identity: dict          # compared key by key on a resume, never read field by field
+    identity: dict          # compared key by key on a resume, read only through MergedShards
     commands: list[str]
     status: str             # running | interrupted | finished | failed
+
+    @property
+    def merged(self) -> MergedShards | None:
+        """The shards a merged run was made of; None for a run measured as one."""
+        return MergedShards.of(self.identity)
 
     @classmethod
     def of_row(cls, row: sqlite3.Row) -> "StoredRun":

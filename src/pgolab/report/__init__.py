@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from ..errors import PgolabError
 from ..measures import MEASURES
-from ..merge import merge_facts
-from ..store import Store, StoredRun
+from ..store import MergedShards, Store, StoredRun
 from ..analysis import Analysis, analyse, series_pairs
 from ..document import Chart, Column, Report, Table, words
 from .notes import METHOD_NOTE, concurrency_note, multiple_comparisons_note, noise_note
@@ -63,10 +62,9 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
              f"{len(samples)} samples; status {run.status}",
              f"sysbench: {workload_text(run.options)}",
              f"host: {run.host.describe()}"]
-    merged = merge_facts(run.identity)
-    if merged:     # a merged run's stored host is its first shard's
+    if run.merged:     # a merged run's stored host is its first shard's
         facts[-1] = f"host of the first shard: {run.host.describe()}"
-        facts += merged
+        facts += merged_facts(run.merged)
     facts += [line for m in measured for line in m.facts(samples)]
     notes = [("Method", METHOD_NOTE), ("Noise", noise_note(a, run.options, measures)),
              ("Multiple comparisons", multiple_comparisons_note(micro, run.options, measured))]
@@ -76,6 +74,18 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
         notes.append(("Concurrency", concurrency))
     notes += [n for m in measures for n in m.notes(a)]
     return Report(f"pgolab run {run.name}", facts, tables, notes, charts(a), run.commands)
+
+
+def merged_facts(merged: MergedShards) -> list[str]:
+    """What a merged run's report says of its shards: the CPU model each ran on and where the
+    wall-clock figures went when they were not merged across models."""
+    count = sum(map(len, merged.by_cpu_model.values()))
+    facts = [f"merged from {count} shard{'s' if count > 1 else ''}: " +
+             "; ".join(f"on {model}: {', '.join(names)}" for model, names in merged.by_cpu_model.items())]
+    if merged.clock_per_cpu:
+        facts.append("wall-clock figures are not merged across CPU models; each model's: " +
+                     ", ".join(f"{run} ({model})" for model, run in merged.clock_per_cpu.items()))
+    return facts
 
 
 def workload_text(options) -> str:
