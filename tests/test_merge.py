@@ -2,6 +2,7 @@
 the base, and merge makes one run or refuses with the reason (fake measures: pure logic on the real
 store, scheduler and report)."""
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -121,8 +122,9 @@ def test_merged_shards_read_every_build_against_its_own_shard_base(tmp_path, mon
     assert builds == pytest.approx({"lto": 1.1, "pgo": 1.4})
     instances = {s.step.instance for s in one.samples(run_id)}
     assert instances == {101, 201}
+    count = one.sample_count(run_id)
     again = merge.merge(one, ["shard1", str(tmp_path / "shard2.run.gz")], "merged", "pgolab merge (test)").run_id
-    assert again == run_id and one.sample_count(run_id) == len(one.samples(run_id)), "merging twice adds nothing"
+    assert (again, one.sample_count(run_id)) == (run_id, count), "merging twice adds nothing"
 
 
 def test_merge_refuses_shards_that_are_not_one_experiment(tmp_path, monkeypatch):
@@ -179,5 +181,42 @@ def test_shards_on_two_cpu_models_merge_their_cost_and_keep_each_models_qps_apar
     intel = report.compute(store, merged.per_cpu["Some CPU (family 6, model 167)"])
     assert {r["build"]: r["qps"].value for r in intel.table("builds").rows} == pytest.approx({"pgo": 1.4}, rel=0.02)
     # Merging again adds nothing: the same three runs.
+    counts = [store.sample_count(r) for r in (merged.run_id, *merged.per_cpu.values())]
     again = merge.merge(store, ["s1", "s2", "s3"], "m", "test")
-    assert again == merged and store.sample_count(merged.run_id) == len(store.samples(merged.run_id))
+    assert again == merged
+    assert [store.sample_count(r) for r in (merged.run_id, *merged.per_cpu.values())] == counts
+
+
+def test_a_cost_only_merge_names_each_shards_cpu_model_and_an_older_merged_run_merges_again(tmp_path, monkeypatch):
+    """Cost runs record no host in their identity (no wall-clock measure): the merged run still names
+    each shard's CPU model, from the shard's stored host. A run merged by an older pgolab, whose
+    identity held only merged_from, reads its shards by number and is the same merge."""
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    store = Store(tmp_path / "s.sqlite")
+    here = Host.this()
+    for name, labels, family in (("s1", ["base", "lto"], "family 25, model 1"),
+                                 ("s2", ["base", "pgo"], "family 26, model 2")):
+        monkeypatch.setattr(Host, "this", classmethod(lambda cls, f=family: replace(here, cpu="Some CPU", cpu_id=f"cpu {f}, stepping 1")))
+        shard_run(tmp_path, store, name, labels, {})
+    merged = merge.merge(store, ["s1", "s2"], "m", "test")
+    assert merged.per_cpu == {}, "no wall-clock figures to keep apart"
+    facts = "\n".join(report.compute(store, merged.run_id).facts)
+    assert "merged from 2 shards: on Some CPU (family 25, model 1): s1; on Some CPU (family 26, model 2): s2" in facts
+    # The identity an older pgolab wrote: merged_from alone.
+    identity = json.loads(store.db.execute("SELECT identity FROM runs WHERE id = ?", (merged.run_id,)).fetchone()[0])
+    older = {"merged_from": identity["merged_from"]}
+    store.db.execute("UPDATE runs SET identity = ? WHERE id = ?", (json.dumps(older), merged.run_id))
+    store.db.commit()
+    assert "merged from 2 shards: on not recorded (family not recorded): shard 1, shard 2" in \
+        "\n".join(report.compute(store, merged.run_id).facts)
+    count = store.sample_count(merged.run_id)
+    assert merge.merge(store, ["s1", "s2"], "m", "test").run_id == merged.run_id
+    assert store.sample_count(merged.run_id) == count
+    assert "on Some CPU (family 26, model 2): s2" in "\n".join(report.compute(store, merged.run_id).facts), \
+        "merging again records what the older merge did not"
+
+
+def test_cpu_models_that_differ_in_punctuation_get_runs_of_their_own():
+    names = merge.per_cpu_names("m", ["AMD EPYC (family 25)", "AMD-EPYC family 25", "Intel Xeon"])
+    assert names == {"AMD EPYC (family 25)": "m@amd-epyc-family-25", "AMD-EPYC family 25": "m@amd-epyc-family-25-2",
+                     "Intel Xeon": "m@intel-xeon"}

@@ -158,15 +158,25 @@ def clock_modes() -> set[str]:
     return {m.key for m in MEASURES.values() if m.machine_bound}
 
 
-def per_cpu_name(name: str, model: str) -> str:
-    """The run of one CPU model's wall-clock figures: merged@amd-epyc-family-25-model-1."""
-    return f"{name}@{re.sub(r'[^a-z0-9]+', '-', model.lower()).strip('-')}"
+def per_cpu_names(name: str, models: list[str]) -> dict[str, str]:
+    """The runs of each CPU model's wall-clock figures: merged@amd-epyc-family-25-model-1; models
+    whose names differ only in punctuation or case get -2, -3 in the order given."""
+    names: dict[str, str] = {}
+    for model in models:
+        slug = f"{name}@{re.sub(r'[^a-z0-9]+', '-', model.lower()).strip('-')}"
+        taken = set(names.values())
+        names[model] = next(f"{slug}{suffix}" for suffix in ["", *(f"-{k}" for k in range(2, len(models) + 2))]
+                            if f"{slug}{suffix}" not in taken)
+    return names
 
 
 @dataclass(frozen=True)
 class Merged:
     run_id: int                                 # every shard's cost (and clock figures, if one CPU model)
     per_cpu: dict[str, int] = field(default_factory=dict)   # CPU model -> run of its shards' clock figures
+
+
+DESCRIBED = ("shards", "clock_per_cpu")    # identity keys of a merged run that describe, not identify
 
 
 def merged_rows(shards: list[Shard], name: str, command: str, dropped: set[str] = frozenset(),
@@ -178,8 +188,11 @@ def merged_rows(shards: list[Shard], name: str, command: str, dropped: set[str] 
     notes = [command, f"merged from {', '.join(s.name for s in shards)}: shard k's instance i is instance "
                       f"{INSTANCE_STRIDE}·k + i; every build is read against its own shard's base"]
     notes += [note] if note else []
+    # merged_from identifies the merge; the rest describes it (Store.add_rows(described=...)): a run
+    # merged before those keys existed is the same merge.
     identity = {"merged_from": [_identity(s) for s in shards],
-                "shards": [s.rows["run"]["name"] for s in shards], "clock_per_cpu": per_cpu or {}}
+                "shards": [{"name": s.rows["run"]["name"], "cpu": host_of(s).model()} for s in shards],
+                "clock_per_cpu": per_cpu or {}}
     options = json.loads(run["options"])
     options["modes"] = [m for m in options.get("modes", []) if m not in dropped]
     run.update(name=name, identity=json.dumps(identity), commands=json.dumps(notes), status="finished",
@@ -211,19 +224,19 @@ def merge(store: Store, refs: list[str], name: str, command: str, at_least: int 
     check_anchor(shards, base)
     groups = by_cpu_model(shards)
     if len(groups) == 1:
-        return Merged(store.add_rows(merged_rows(shards, name, command))[0])
+        return Merged(store.add_rows(merged_rows(shards, name, command), described=DESCRIBED)[0])
     clock = clock_modes()
     measured = {s["mode"] for shard in shards for s in shard.rows["samples"]}
-    names = {model: per_cpu_name(name, model) for model, group in groups.items()
-             if any(s["mode"] in clock for shard in group for s in shard.rows["samples"])}
+    names = per_cpu_names(name, [model for model, group in groups.items()
+                                 if any(s["mode"] in clock for shard in group for s in shard.rows["samples"])])
     left_out = sorted(clock & measured)
     note = (f"{', '.join(left_out)} not merged: the shards ran on {len(groups)} CPU models, and wall-clock figures "
             f"hold for one; each model's shards are merged apart: {', '.join(names.values())}") if left_out else None
-    run_id = store.add_rows(merged_rows(shards, name, command, clock, note, names))[0]
+    run_id = store.add_rows(merged_rows(shards, name, command, clock, note, names), described=DESCRIBED)[0]
     per_cpu = {}
     for model, run_name in names.items():
         rows = merged_rows(groups[model], run_name, command, measured - clock,
                            f"the wall-clock figures of the shards on {model}; every shard's cost is in {name}")
-        per_cpu[model] = store.add_rows(rows)[0]
+        per_cpu[model] = store.add_rows(rows, described=DESCRIBED)[0]
     return Merged(run_id, per_cpu)
 

@@ -102,8 +102,13 @@ class MergedShards:
         if "merged_from" not in identity:
             return None
         models: dict[str, list[str]] = {}
-        for name, shard in zip(identity.get("shards", []), identity["merged_from"]):
-            models.setdefault(Host.from_dict(shard.get("host", {})).model(), []).append(name)
+        shards = identity.get("shards") or [None] * len(identity["merged_from"])
+        for k, (shard, shard_identity) in enumerate(zip(shards, identity["merged_from"]), start=1):
+            if isinstance(shard, dict):
+                name, cpu = shard["name"], shard["cpu"]
+            else:   # merged before each shard's CPU model was recorded: a run name, or nothing
+                name, cpu = shard or f"shard {k}", Host.from_dict(shard_identity.get("host", {})).model()
+            models.setdefault(cpu, []).append(name)
         return cls(models, dict(identity.get("clock_per_cpu", {})))
 
 
@@ -227,13 +232,15 @@ class Store:
                 "identity": json.dumps(identity), "commands": json.dumps([command]), "status": "running"})
         return run_id, False
 
-    def _same_run(self, name: str, identity: dict, hint: str) -> sqlite3.Row | None:
-        """The stored run of that name, if any, after checking it is the same experiment."""
+    def _same_run(self, name: str, identity: dict, hint: str, described: tuple[str, ...] = ()) -> sqlite3.Row | None:
+        """The stored run of that name, if any, after checking it is the same experiment (the
+        `described` keys left out)."""
         row = self.db.execute("SELECT id, identity, commands FROM runs WHERE name = ?", (name,)).fetchone()
         if row is None:
             return None
         stored = json.loads(row["identity"])
-        differing = identity_difference(stored, identity) if stored else ["identity (a version-1 run has none)"]
+        compared = [{k: v for k, v in i.items() if k not in described} for i in (stored, identity)]
+        differing = identity_difference(*compared) if stored else ["identity (a version-1 run has none)"]
         if differing:
             shown = "\n".join(f"{k}: stored {_dotted(stored, k)!r}, now {_dotted(identity, k)!r}" for k in differing)
             raise PgolabError(f"run {name!r} exists with another identity: {', '.join(differing)} differ",
@@ -336,18 +343,24 @@ class Store:
                 "samples": select("samples", self.SAMPLE_COLUMNS),
                 "excluded": select("excluded", self.EXCLUDED_COLUMNS)}
 
-    def add_rows(self, rows: dict) -> tuple[int, int]:
+    def add_rows(self, rows: dict, described: tuple[str, ...] = ()) -> tuple[int, int]:
         """A run's rows (from `rows`, maybe of another store) into this store: the run created if new,
-        else only what it lacks added (a run's identity must be the same, a target's binary too).
+        else only what it lacks added (a run's identity must be the same, a target's binary too; the
+        `described` keys of the identity are not compared, and take the new rows' values).
         Returns the run's id and how many samples were added; adding the same rows again adds none."""
         run = rows["run"]
+        identity = json.loads(run["identity"])
         with self.db:
-            row = self._same_run(run["name"], json.loads(run["identity"]), "import it into another --store")
+            row = self._same_run(run["name"], identity, "import it into another --store", described)
             if row is None:
                 run_id = self._insert("runs", {c: run[c] for c in self.RUN_COLUMNS})
             else:
                 run_id = row["id"]
                 self._add_commands(row, json.loads(run["commands"]))
+                if described:
+                    stored = json.loads(row["identity"])
+                    stored.update({k: identity[k] for k in described if k in identity})
+                    self.db.execute("UPDATE runs SET identity = ? WHERE id = ?", (json.dumps(stored), run_id))
             for target in rows["targets"]:
                 have = self.db.execute("SELECT binary_digest FROM targets WHERE run_id = ? AND label = ?",
                                        (run_id, target["label"])).fetchone()

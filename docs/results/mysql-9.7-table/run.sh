@@ -18,6 +18,7 @@ NON_PGO+=,rel_native_lto,rel_native_lto_clang
 STEP=${PROOF_STEPS:-1}
 if [[ $STEP == merge ]]; then
   TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
+  rm -f "$OUT/merged.sqlite"   # made anew from every piece so far: a merge of other pieces is another run identity
   PIECES=()
   for proof in mysql-9.7-pgo-gcc mysql-9.7-pgo-clang-nolto mysql-9.7-pgo-clang mysql-9.7-lto-pgo-gcc; do
     store=docs/results/$proof/results.sqlite

@@ -124,7 +124,7 @@ def replicates_table(a: Analysis) -> Table | None:
     columns = [Column("build", "build"), Column("figure", "figure"), Column("replicates", "replicates"),
                Column("each", "each replicate against the base (an axis: against its twin)"),
                Column("combined", "over the builds [95% CI, build-to-build included]"),
-               Column("verdict", "verdict"), Column("single", "replicate 1 alone [95% CI, one binary]"),
+               Column("verdict", "verdict"), Column("single", "replicate 1 alone [95% CI; one binary, or an axis's one pair]"),
                Column("within", "within-run SE %"), Column("between", "build-to-build SD %")]
     rows = []
     for build, members in replicated.items():
@@ -163,8 +163,9 @@ def replicates_table(a: Analysis) -> Table | None:
                       "it, the link order of its build system, not a shuffled one. 'Over the builds' combines a "
                       "variant's replicates with random effects (DerSimonian-Laird build-to-build variance, "
                       "modified Knapp-Hartung t interval on replicates - 1 degrees of freedom), its variance never "
-                      "below the most precise replicate's own (they share the base's servers), so two or three builds "
-                      "give a wide interval. The base's replicates are measured against the base: each of their "
+                      "below the most precise replicate's own (a variant's replicates are read against the same base "
+                      "servers, so their errors are not independent; an axis row's pairs share no server, and there "
+                      "the floor only errs wide), so two or three builds give a wide interval. The base's replicates are measured against the base: each of their "
                       "ratios is one build against another, and its spread is that of a single build (the root of "
                       "half the pair variance beyond the within-run part); the base's own spread is not in the other "
                       "rows' intervals. An axis row (AXIS: V_AXIS against V) combines the same way each replicate "
