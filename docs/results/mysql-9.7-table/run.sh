@@ -17,7 +17,8 @@ NON_PGO+=,rel_o2nofp_native_clang,rel_o2nofp_native_lto,rel_o2nofp_native_lto_cl
 NON_PGO+=,rel_native_lto,rel_native_lto_clang
 STEP=${PROOF_STEPS:-1}
 if [[ $STEP == merge ]]; then
-  TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
+  # A fixed folder: the pieces' paths are in the merged run's commands, and stay the same from one merge to the next.
+  TMP=/tmp/pgolab-mysql-9.7-table-pieces; rm -rf "$TMP"; mkdir -p "$TMP"; trap 'rm -rf "$TMP"' EXIT
   rm -f "$OUT/merged.sqlite"   # made anew from every piece so far: a merge of other pieces is another run identity
   PIECES=()
   for proof in mysql-9.7-pgo-gcc mysql-9.7-pgo-clang-nolto mysql-9.7-pgo-clang mysql-9.7-lto-pgo-gcc; do
