@@ -165,9 +165,10 @@ def replicates_table(a: Analysis) -> Table | None:
                       "modified Knapp-Hartung t interval on replicates - 1 degrees of freedom), its variance never "
                       "below the most precise replicate's own (a variant's replicates are read against the same base "
                       "servers, so their errors are not independent; an axis row's pairs share no server, and there "
-                      "the floor only errs wide), so two or three builds give a wide interval. The base's replicates are measured against the base: each of their "
-                      "ratios is one build against another, and its spread is that of a single build (the root of "
-                      "half the pair variance beyond the within-run part); the base's own spread is not in the other "
+                      "the floor only errs wide), so two or three builds give a wide interval. The base's "
+                      "replicates are measured against the base: each of their ratios is one build against "
+                      "another, and its spread is that of a single build (the root of half the pair variance "
+                      "beyond the within-run part); the base's own spread is not in the other "
                       "rows' intervals. An axis row (AXIS: V_AXIS against V) combines the same way each replicate "
                       "of the build against the same replicate of its twin (V_AXIS+rK against V+rK): the axis's "
                       "effect over the builds, and how much it moves from one build pair to the next.")
