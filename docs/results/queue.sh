@@ -15,13 +15,17 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 export PGOLAB_HOME=${PGOLAB_HOME:-/var/cache/pgolab}
 CODE=$PGOLAB_HOME/proof-code
 PROOFS=$PGOLAB_HOME/proofs
-# What the issues ask for first: the PostgreSQL matrix's cost run on the full suite, MySQL (issue 10 has
-# no figure yet), the MariaDB matrix (22 builds, most of a day), the version series; then what goes
-# beyond them: the PostgreSQL matrix's QPS run and the _cs proof. FOLDER@STEPS runs only those steps of
-# a folder's run.sh (PROOF_STEPS). The measurement proof (issue 8, closed) is finished and left out: on
-# a new machine it would rebuild and measure anew.
-ORDER=(postgresql-15-matrix@cost mysql-9.7 mariadb-10.11-matrix version-series postgresql-15-matrix@qps
-       postgresql-15-cspgo)
+# The open pieces, each sized to one 3-hour session on a new machine, in the order the issues rank
+# them: the 4th MySQL PGO build (issue 31, two pieces), the PostgreSQL and MariaDB matrices in shards
+# (issue 30), the MySQL table's shards (issue 31), MySQL training, then issue 35's layout proof. A
+# shard whose run file is committed is skipped, so a bare `queue.sh` goes on where the committed work
+# stops; remove a finished proof from this list (on a new machine it would build and measure anew).
+# FOLDER@STEPS runs only those steps of a folder's run.sh (PROOF_STEPS).
+ORDER=(mysql-9.7-lto-pgo-gcc
+       postgresql-15-matrix-shards@{1..6} postgresql-15-matrix-shards@merge
+       mariadb-10.11-matrix@{1..7} mariadb-10.11-matrix@merge
+       mysql-9.7-table@{1..15} mysql-9.7-table@merge
+       mysql-9.7-training mariadb-10.11-layout)
 # Entries named on the command line run (or, after --collect, are collected) instead, in that order:
 # a proof that fits one session, such as mariadb-10.11-bolt, is run by name and left out of ORDER, so
 # that a queue on a later new machine does not rebuild and measure it again.

@@ -35,6 +35,8 @@ if [[ $STEP == merge ]]; then
   exit
 fi
 [[ $STEP =~ ^[0-9]+$ && $STEP -ge 1 && $STEP -le $N ]] || { echo "error: PROOF_STEPS is a shard 1 to $N, or merge" >&2; exit 2; }
+# A shard whose run file is committed is done: the queue goes on to the next piece.
+if [ -f "$OUT/shard$STEP.run.gz" ]; then echo "shard $STEP of $N: done ($OUT/shard$STEP.run.gz), skipped"; exit 0; fi
 S=$($P source mysql --version 9.7.2)
 $P matrix "$S" --variants "$NON_PGO" --base rel_o2nofp --measure cost,qps --suite full --instances 2 --blocks 3 \
   --seconds 1 --cost-jobs 2 --cost-scale 0.25 --shard "$STEP/$N" --run "mysql-table-shard$STEP-of-$N-{binaries}" \
