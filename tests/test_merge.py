@@ -14,7 +14,7 @@ from pgolab.fleet import BenchTarget
 from pgolab.host import Host
 from pgolab.measurement import BenchOptions, Sample
 from pgolab.measures.qps import QpsMeasure
-from pgolab.record import BinaryInfo
+from pgolab.record import BinaryInfo, BuildRecord, SourceInfo
 from pgolab.store import Store
 from pgolab.toolchains import compiler_family
 from pgolab.variants import parse
@@ -202,18 +202,42 @@ def test_a_cost_only_merge_names_each_shards_cpu_model_and_an_older_merged_run_m
     assert merged.per_cpu == {}, "no wall-clock figures to keep apart"
     facts = "\n".join(report.compute(store, merged.run_id).facts)
     assert "merged from 2 shards: on Some CPU (family 25, model 1): s1; on Some CPU (family 26, model 2): s2" in facts
+    shards = report.compute(store, merged.run_id).table("shards").rows
+    assert [r["shard"] for r in shards] == ["s1", "s2"]
+    assert [r["host"].split(", stepping")[0] for r in shards] == ["Some CPU (cpu family 25, model 1",
+                                                                  "Some CPU (cpu family 26, model 2"]
+    assert all(r["started"] <= r["last_sample"] for r in shards)
+    assert [r["builds"] for r in shards] == [None, None], "binaries given by path: nothing built there"
     # The identity an older pgolab wrote: merged_from alone.
     identity = json.loads(store.db.execute("SELECT identity FROM runs WHERE id = ?", (merged.run_id,)).fetchone()[0])
     older = {"merged_from": identity["merged_from"]}
     store.db.execute("UPDATE runs SET identity = ? WHERE id = ?", (json.dumps(older), merged.run_id))
     store.db.commit()
-    assert "merged from 2 shards: on not recorded (family not recorded): shard 1, shard 2" in \
-        "\n".join(report.compute(store, merged.run_id).facts)
+    older_report = report.compute(store, merged.run_id)
+    assert "merged from 2 shards: on not recorded (family not recorded): shard 1, shard 2" in "\n".join(older_report.facts)
+    assert [r["host"] for r in older_report.table("shards").rows] == ["not recorded (family not recorded)"] * 2
     count = store.sample_count(merged.run_id)
     assert merge.merge(store, ["s1", "s2"], "m", "test").run_id == merged.run_id
     assert store.sample_count(merged.run_id) == count
     assert "on Some CPU (family 26, model 2): s2" in "\n".join(report.compute(store, merged.run_id).facts), \
         "merging again records what the older merge did not"
+
+
+def test_a_shards_facts_sum_what_its_builds_cost_base_included(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    store = Store(tmp_path / "s.sqlite")
+    shard_run(tmp_path, store, "s1", ["base", "lto"], {})
+    rows = store.rows(store.run("s1").id)
+    for target, (wall, cpu) in zip(rows["targets"], [(600.0, 1080.0), (900.0, 1500.0)]):
+        record = BuildRecord(target["label"], target["label"], "gcc", "postgresql", SourceInfo(), {}, {}, "/b/postgres",
+                             "/i", "/l", build_seconds=wall, build_cpu_seconds=cpu)
+        target.update(kind=BuildRecord.kind, description=json.dumps(record.as_dict()))
+    rows["targets"].append({**rows["targets"][0], "label": "distro", "kind": "binary",
+                            "description": json.dumps({"path": "/usr/sbin/x", "version": "", "description": "a server"})})
+    facts = merge.shard_facts(merge.Shard("s1", rows))
+    assert facts.builds == ("base", "lto") and (facts.build_wall_min, facts.build_cpu_min) == (25.0, 43.0)
+    assert facts.name == "s1" and facts.started == rows["run"]["created"]
+    assert facts.last_sample == max(s["created"] for s in rows["samples"])
 
 
 def test_cpu_models_that_differ_in_punctuation_get_runs_of_their_own():

@@ -19,15 +19,16 @@ import json
 import math
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import runfile
 from .errors import PgolabError
 from .host import Host
 from .measurement import MODEL_FIGURE
+from .record import BuildRecord
 from .measures import MEASURES
-from .store import Store, identity_difference
+from .store import ShardFacts, Store, StoredTarget, identity_difference
 
 # How far one binary's read-only cost per query moved between machines (Debian's mariadbd on three:
 # 0.02-1.4 % on instructions at equal cost scale): two bases with different digests are one anchor
@@ -176,6 +177,18 @@ class Merged:
     per_cpu: dict[str, int] = field(default_factory=dict)   # CPU model -> run of its shards' clock figures
 
 
+def shard_facts(shard: Shard) -> ShardFacts:
+    """Where and when a shard ran and what its builds cost, from its rows."""
+    host = host_of(shard)
+    records = [StoredTarget.of_row(t) for t in shard.rows["targets"]]
+    built = {t.label: t.description for t in records if isinstance(t.description, BuildRecord)}
+    times = sorted(s["created"] for s in shard.rows["samples"])
+    return ShardFacts(shard.rows["run"]["name"], host.model(), host.describe(), shard.rows["run"]["created"],
+                      times[-1] if times else None, tuple(built),
+                      sum(r.build_seconds for r in built.values()) / 60 if built else None,
+                      sum(r.build_cpu_seconds or 0 for r in built.values()) / 60 if built else None)
+
+
 DESCRIBED = ("shards", "clock_per_cpu")    # identity keys of a merged run that describe, not identify
 
 
@@ -191,7 +204,7 @@ def merged_rows(shards: list[Shard], name: str, command: str, dropped: set[str] 
     # merged_from identifies the merge; the rest describes it (Store.add_rows(described=...)): a run
     # merged before those keys existed is the same merge.
     identity = {"merged_from": [_identity(s) for s in shards],
-                "shards": [{"name": s.rows["run"]["name"], "cpu": host_of(s).model()} for s in shards],
+                "shards": [asdict(shard_facts(s)) for s in shards],
                 "clock_per_cpu": per_cpu or {}}
     options = json.loads(run["options"])
     options["modes"] = [m for m in options.get("modes", []) if m not in dropped]

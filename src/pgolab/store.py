@@ -20,6 +20,7 @@ from .errors import PgolabError
 from .host import Host
 from .measurement import BenchOptions, Sample, Step, figures
 from .record import TargetDescription, load_description
+from .stored import known_fields
 
 STORE_VERSION = 2
 
@@ -90,26 +91,53 @@ class StoredSample:
 
 
 @dataclass(frozen=True)
+class ShardFacts:
+    """One shard of a merged run as the merge recorded it: where and when it ran, and what its builds
+    cost to make (a merged run keeps one base, the first shard's, so the others' base builds are only
+    here). A field an older merge did not record is None."""
+    name: str
+    cpu: str                            # Host.model(): the unit wall-clock figures hold for
+    host: str | None = None             # Host.describe()
+    started: str | None = None          # the shard run's creation
+    last_sample: str | None = None      # its last sample's time
+    builds: tuple[str, ...] = ()        # what it built, its base included
+    build_wall_min: float | None = None
+    build_cpu_min: float | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ShardFacts":
+        data = known_fields(cls, data)
+        return cls(**{**data, "builds": tuple(data.get("builds", ()))})
+
+
+@dataclass(frozen=True)
 class MergedShards:
-    """What a merged run's identity records of its shards (merge.merged_rows writes it): the shards'
-    run names by the CPU model each ran on, and, when their wall-clock figures were not merged across
-    models, the run that holds each model's."""
-    by_cpu_model: dict[str, list[str]]
+    """What a merged run's identity records of its shards (merge.merged_rows writes it): each shard's
+    facts and, when their wall-clock figures were not merged across models, the run that holds each
+    model's."""
+    shards: tuple[ShardFacts, ...]
     clock_per_cpu: dict[str, str]
+
+    @property
+    def by_cpu_model(self) -> dict[str, list[str]]:
+        models: dict[str, list[str]] = {}
+        for shard in self.shards:
+            models.setdefault(shard.cpu, []).append(shard.name)
+        return models
 
     @classmethod
     def of(cls, identity: dict) -> "MergedShards | None":
         if "merged_from" not in identity:
             return None
-        models: dict[str, list[str]] = {}
-        shards = identity.get("shards") or [None] * len(identity["merged_from"])
-        for k, (shard, shard_identity) in enumerate(zip(shards, identity["merged_from"]), start=1):
+        shards = []
+        recorded = identity.get("shards") or [None] * len(identity["merged_from"])
+        for k, (shard, shard_identity) in enumerate(zip(recorded, identity["merged_from"]), start=1):
             if isinstance(shard, dict):
-                name, cpu = shard["name"], shard["cpu"]
-            else:   # merged before each shard's CPU model was recorded: a run name, or nothing
-                name, cpu = shard or f"shard {k}", Host.from_dict(shard_identity.get("host", {})).model()
-            models.setdefault(cpu, []).append(name)
-        return cls(models, dict(identity.get("clock_per_cpu", {})))
+                shards.append(ShardFacts.from_dict(shard))
+            else:   # merged before each shard's facts were recorded: a run name, or nothing
+                shards.append(ShardFacts(shard or f"shard {k}",
+                                         Host.from_dict(shard_identity.get("host", {})).model()))
+        return cls(tuple(shards), dict(identity.get("clock_per_cpu", {})))
 
 
 @dataclass(frozen=True)

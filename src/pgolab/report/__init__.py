@@ -17,7 +17,7 @@ from ..document import Chart, Column, Report, Table, words
 from .notes import METHOD_NOTE, concurrency_note, multiple_comparisons_note, noise_note
 from .tables import (axes_table, axis_summary_table, bolt_summary, build_cost_table, builds_list_table,
                      builds_table, charts, replicates_table, excluded_table, groups_table, micro_table, model_agreement_table,
-                     modes_table, series_table, targets_table, threads_table)
+                     modes_table, series_table, shards_table, targets_table, threads_table)
 
 
 def analysis_of(store: Store, run_ref: str | int | None, base: str | None = None) -> tuple[StoredRun, Analysis]:
@@ -50,9 +50,7 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
     micro = micro_table(a)
     tables.append(micro)
     tables += [t for m in measures for t in m.tables(a)]
-    build_cost = build_cost_table(targets, base)
-    if build_cost:
-        tables.append(build_cost)
+    tables += [t for t in (build_cost_table(targets, base), shards_table(run.merged)) if t]
     method_columns = [m.method_column for m in measures if m.method_column]
     methods = {m.method_column.key: m.methods(samples) for m in measures if m.method_column}
     tables += [excluded_table(a), targets_table(targets, methods, method_columns)]

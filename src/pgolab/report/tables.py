@@ -14,7 +14,7 @@ from .. import labels as target_labels, replicates, stats
 from ..measurement import CLOCK_FIGURE, MODEL_FIGURE, Figure
 from ..profiles.bolt import BoltStats
 from ..record import BuildRecord
-from ..store import StoredTarget
+from ..store import MergedShards, StoredTarget
 from ..analysis import Analysis
 from ..document import Chart, Column, LineChart, Table
 
@@ -529,6 +529,24 @@ def build_cost_table(targets: list[StoredTarget], base: str) -> Table | None:
                             "instrumented build and its training); code is the executable sections of the server. "
                             "A BOLTed binary keeps its original code in .bolt.org.text (functions BOLT did not move "
                             "still run from there; moved ones leave dead copies), so its code size is larger.")
+
+
+def shards_table(merged: MergedShards | None) -> Table | None:
+    """A merged run's shards: where and when each ran, and what its builds cost to make."""
+    if merged is None:
+        return None
+    rows = [{"shard": s.name, "host": s.host or s.cpu, "started": s.started, "last_sample": s.last_sample,
+             "builds": ", ".join(s.builds) or None, "wall_min": s.build_wall_min, "cpu_min": s.build_cpu_min}
+            for s in merged.shards]
+    return Table("shards", "Shards merged into this run",
+                 [Column("shard", "shard (its run)"), Column("host", "host (or its CPU model alone)"),
+                  Column("started", "run started"), Column("last_sample", "last sample"),
+                  Column("builds", "built there"), Column("wall_min", "build wall min"),
+                  Column("cpu_min", "build CPU min")], rows,
+                 note="Each shard as it was measured: its machine, when its run started and took its last sample, "
+                      "and the builds it made with their summed wall and CPU minutes (its base's included: the "
+                      "merged run keeps the first shard's base alone). Empty cells: merged by a pgolab that did "
+                      "not record them, or nothing built there (binaries given by path).")
 
 
 def charts(a: Analysis) -> list[Chart | LineChart]:
