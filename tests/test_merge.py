@@ -142,6 +142,11 @@ def test_merge_refuses_shards_that_are_not_one_experiment(tmp_path, monkeypatch)
     # Another binary that costs the same: one anchor.
     shard_run(tmp_path, store, "rebuilt", ["base", "pgo"], {"base": b"rebuilt elsewhere"})
     assert merge.merge(store, ["a", "rebuilt"], "m3", "test").run_id
+    # Other shards under that name: another merge, refused with what to do.
+    shard_run(tmp_path, store, "third", ["base", "pgo"], {})
+    with pytest.raises(PgolabError, match="run 'm3' exists with another identity: merged_from differ") as refused:
+        merge.merge(store, ["a", "rebuilt", "third"], "m3", "test")
+    assert "another --name" in refused.value.hint
     # One label, two binaries.
     shard_run(tmp_path, store, "twice", ["base", "lto"], {"lto": b"another lto"})
     with pytest.raises(PgolabError, match="lto was measured with two binaries"):

@@ -371,7 +371,8 @@ class Store:
                 "samples": select("samples", self.SAMPLE_COLUMNS),
                 "excluded": select("excluded", self.EXCLUDED_COLUMNS)}
 
-    def add_rows(self, rows: dict, described: tuple[str, ...] = ()) -> tuple[int, int]:
+    def add_rows(self, rows: dict, described: tuple[str, ...] = (),
+                 hint: str = "import it into another --store") -> tuple[int, int]:
         """A run's rows (from `rows`, maybe of another store) into this store: the run created if new,
         else only what it lacks added (a run's identity must be the same, a target's binary too; the
         `described` keys of the identity are not compared, and take the new rows' values).
@@ -379,7 +380,7 @@ class Store:
         run = rows["run"]
         identity = json.loads(run["identity"])
         with self.db:
-            row = self._same_run(run["name"], identity, "import it into another --store", described)
+            row = self._same_run(run["name"], identity, hint, described)
             if row is None:
                 run_id = self._insert("runs", {c: run[c] for c in self.RUN_COLUMNS})
             else:
