@@ -146,7 +146,7 @@ def test_merge_refuses_shards_that_are_not_one_experiment(tmp_path, monkeypatch)
     shard_run(tmp_path, store, "third", ["base", "pgo"], {})
     with pytest.raises(PgolabError, match="run 'm3' exists with another identity: merged_from differ") as refused:
         merge.merge(store, ["a", "rebuilt", "third"], "m3", "test")
-    assert "another --name" in refused.value.hint
+    assert "name it otherwise (merge --name" in refused.value.hint
     # One label, two binaries.
     shard_run(tmp_path, store, "twice", ["base", "lto"], {"lto": b"another lto"})
     with pytest.raises(PgolabError, match="lto was measured with two binaries"):
@@ -190,6 +190,20 @@ def test_shards_on_two_cpu_models_merge_their_cost_and_keep_each_models_qps_apar
     again = merge.merge(store, ["s1", "s2", "s3"], "m", "test")
     assert again == merged
     assert [store.sample_count(r) for r in (merged.run_id, *merged.per_cpu.values())] == counts
+    # As the previous pgolab wrote them: shards by run name alone, each model's run too. They read
+    # back (the CPU models from the shards' identities, which hold the host when QPS ran) and merging
+    # again is the same merge, which records the facts.
+    for run_id in (merged.run_id, *merged.per_cpu.values()):
+        identity = json.loads(store.db.execute("SELECT identity FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
+        identity["shards"] = [shard["name"] for shard in identity["shards"]]
+        store.db.execute("UPDATE runs SET identity = ? WHERE id = ?", (json.dumps(identity), run_id))
+    store.db.commit()
+    older = "\n".join(report.compute(store, merged.run_id).facts)
+    assert "on Some CPU (family 25, model 1): s1, s3; on Some CPU (family 6, model 167): s2" in older
+    assert report.compute(store, merged.run_id).table("shards").rows[0]["started"] is None
+    assert merge.merge(store, ["s1", "s2", "s3"], "m", "test") == merged
+    assert [store.sample_count(r) for r in (merged.run_id, *merged.per_cpu.values())] == counts
+    assert report.compute(store, merged.per_cpu["Some CPU (family 6, model 167)"]).table("shards").rows[0]["started"]
 
 
 def test_a_cost_only_merge_names_each_shards_cpu_model_and_an_older_merged_run_merges_again(tmp_path, monkeypatch):

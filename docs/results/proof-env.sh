@@ -26,3 +26,10 @@ proof_steps() {   # KNOWN_STEP...
     [[ " $* " == *" $s "* ]] || { echo "error: unknown PROOF_STEPS step '$s'; the steps are: $*" >&2; exit 2; }
   done
 }
+
+# A piece's output file, from this machine's $OUT or else as committed beside run.sh (under the queue
+# $OUT outlives a session on a machine that stays, and is not refreshed from the checkout: a shard
+# committed from another machine is only there). Prints the path; fails if neither has it.
+piece_file() {   # NAME
+  if [ -f "$OUT/$1" ]; then echo "$OUT/$1"; elif [ -f "$PROOF_DIR/$1" ]; then echo "$PROOF_DIR/$1"; else return 1; fi
+}

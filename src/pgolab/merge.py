@@ -178,7 +178,7 @@ class Merged:
 
 
 def shard_facts(shard: Shard) -> ShardFacts:
-    """Where and when a shard ran and what its builds cost, from its rows."""
+    """Where and when a shard ran, and what the pgolab builds it measured cost to make, from its rows."""
     host = host_of(shard)
     records = [StoredTarget.of_row(t) for t in shard.rows["targets"]]
     built = {t.label: t.description for t in records if isinstance(t.description, BuildRecord)}
@@ -189,8 +189,8 @@ def shard_facts(shard: Shard) -> ShardFacts:
                       sum(r.build_cpu_seconds or 0 for r in built.values()) / 60 if built else None)
 
 
-ANOTHER_MERGE = "a merge of other shards is another run: give it another --name, or another --store"
-DESCRIBED = ("shards", "clock_per_cpu")    # identity keys of a merged run that describe, not identify
+ANOTHER_MERGE = ("a merge of other shards is another run: name it otherwise (merge --name, matrix --cluster --run) "
+                 "or use another --store")
 
 
 def merged_rows(shards: list[Shard], name: str, command: str, dropped: set[str] = frozenset(),
@@ -202,8 +202,8 @@ def merged_rows(shards: list[Shard], name: str, command: str, dropped: set[str] 
     notes = [command, f"merged from {', '.join(s.name for s in shards)}: shard k's instance i is instance "
                       f"{INSTANCE_STRIDE}·k + i; every build is read against its own shard's base"]
     notes += [note] if note else []
-    # merged_from identifies the merge; the rest describes it (Store.add_rows(described=...)): a run
-    # merged before those keys existed is the same merge.
+    # merged_from identifies the merge; the rest describes it (MergedShards.DESCRIBED): a run merged
+    # before those keys existed is the same merge.
     identity = {"merged_from": [_identity(s) for s in shards],
                 "shards": [asdict(shard_facts(s)) for s in shards],
                 "clock_per_cpu": per_cpu or {}}
@@ -238,7 +238,7 @@ def merge(store: Store, refs: list[str], name: str, command: str, at_least: int 
     check_anchor(shards, base)
     groups = by_cpu_model(shards)
     if len(groups) == 1:
-        return Merged(store.add_rows(merged_rows(shards, name, command), described=DESCRIBED, hint=ANOTHER_MERGE)[0])
+        return Merged(store.add_rows(merged_rows(shards, name, command), hint=ANOTHER_MERGE)[0])
     clock = clock_modes()
     measured = {s["mode"] for shard in shards for s in shard.rows["samples"]}
     names = per_cpu_names(name, [model for model, group in groups.items()
@@ -246,11 +246,11 @@ def merge(store: Store, refs: list[str], name: str, command: str, at_least: int 
     left_out = sorted(clock & measured)
     note = (f"{', '.join(left_out)} not merged: the shards ran on {len(groups)} CPU models, and wall-clock figures "
             f"hold for one; each model's shards are merged apart: {', '.join(names.values())}") if left_out else None
-    run_id = store.add_rows(merged_rows(shards, name, command, clock, note, names), described=DESCRIBED, hint=ANOTHER_MERGE)[0]
+    run_id = store.add_rows(merged_rows(shards, name, command, clock, note, names), hint=ANOTHER_MERGE)[0]
     per_cpu = {}
     for model, run_name in names.items():
         rows = merged_rows(groups[model], run_name, command, measured - clock,
                            f"the wall-clock figures of the shards on {model}; every shard's cost is in {name}")
-        per_cpu[model] = store.add_rows(rows, described=DESCRIBED, hint=ANOTHER_MERGE)[0]
+        per_cpu[model] = store.add_rows(rows, hint=ANOTHER_MERGE)[0]
     return Merged(run_id, per_cpu)
 

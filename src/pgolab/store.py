@@ -92,15 +92,15 @@ class StoredSample:
 
 @dataclass(frozen=True)
 class ShardFacts:
-    """One shard of a merged run as the merge recorded it: where and when it ran, and what its builds
-    cost to make (a merged run keeps one base, the first shard's, so the others' base builds are only
-    here). A field an older merge did not record is None."""
+    """One shard of a merged run as the merge recorded it: where and when it ran, and what the builds
+    it measured cost to make (a merged run keeps one base, the first shard's, so the others' base
+    builds are only here). A field an older merge did not record is None."""
     name: str
     cpu: str                            # Host.model(): the unit wall-clock figures hold for
     host: str | None = None             # Host.describe()
     started: str | None = None          # the shard run's creation
     last_sample: str | None = None      # its last sample's time
-    builds: tuple[str, ...] = ()        # what it built, its base included
+    builds: tuple[str, ...] = ()        # the pgolab builds it measured, its base included
     build_wall_min: float | None = None
     build_cpu_min: float | None = None
 
@@ -117,6 +117,9 @@ class MergedShards:
     model's."""
     shards: tuple[ShardFacts, ...]
     clock_per_cpu: dict[str, str]
+    # The identity keys that describe a merge (merged_from identifies it): not compared when the same
+    # shards are merged or imported again, so a run merged by an older pgolab is the same merge.
+    DESCRIBED = ("shards", "clock_per_cpu")
 
     @property
     def by_cpu_model(self) -> dict[str, list[str]]:
@@ -130,7 +133,9 @@ class MergedShards:
         if "merged_from" not in identity:
             return None
         shards = []
-        recorded = identity.get("shards") or [None] * len(identity["merged_from"])
+        recorded = identity.get("shards") or []
+        if len(recorded) != len(identity["merged_from"]):
+            recorded = [None] * len(identity["merged_from"])
         for k, (shard, shard_identity) in enumerate(zip(recorded, identity["merged_from"]), start=1):
             if isinstance(shard, dict):
                 shards.append(ShardFacts.from_dict(shard))
@@ -371,14 +376,14 @@ class Store:
                 "samples": select("samples", self.SAMPLE_COLUMNS),
                 "excluded": select("excluded", self.EXCLUDED_COLUMNS)}
 
-    def add_rows(self, rows: dict, described: tuple[str, ...] = (),
-                 hint: str = "import it into another --store") -> tuple[int, int]:
+    def add_rows(self, rows: dict, hint: str = "import it into another --store") -> tuple[int, int]:
         """A run's rows (from `rows`, maybe of another store) into this store: the run created if new,
-        else only what it lacks added (a run's identity must be the same, a target's binary too; the
-        `described` keys of the identity are not compared, and take the new rows' values).
+        else only what it lacks added (a run's identity must be the same, a target's binary too; a
+        merged run's descriptive keys are not compared, and take the new rows' values).
         Returns the run's id and how many samples were added; adding the same rows again adds none."""
         run = rows["run"]
         identity = json.loads(run["identity"])
+        described = MergedShards.DESCRIBED if "merged_from" in identity else ()
         with self.db:
             row = self._same_run(run["name"], identity, hint, described)
             if row is None:

@@ -5,7 +5,8 @@
 # builds) and the base rel_o2nofp, then makes two stored runs: cost on the full suite (a quarter of the
 # events: MariaDB's read-only A/A pairs agreed within 0.04 % in instructions at that scale,
 # ../mariadb-10.11-measurement/README.md) and QPS on the quick suite. Both runs are exported to
-# shardK-cost.run.gz and shardK-qps.run.gz, which are committed: no later shard needs this machine.
+# shardK-cost.run.gz and shardK-qps.run.gz as each is done, to be committed: no later shard needs
+# this machine.
 #   bash docs/results/queue.sh mariadb-10.11-matrix@3       # shard 3 of 7
 #   bash docs/results/queue.sh mariadb-10.11-matrix@merge   # every shard committed so far
 # merge: the cost shards into one run (one anchor: rel_o2nofp by digest, or per-test cost within the
@@ -17,30 +18,33 @@ if [[ $STEP == merge ]]; then
   for m in cost qps; do
     FILES=()
     for k in $(seq 1 $N); do
-      if [ -f "$OUT/shard$k-$m.run.gz" ]; then FILES+=("$OUT/shard$k-$m.run.gz"); else echo "shard $k of $N ($m): not run yet, left out" >&2; fi
+      if f=$(piece_file shard$k-$m.run.gz); then FILES+=("$f"); else echo "shard $k of $N ($m): not run yet, left out" >&2; fi
     done
     if [ ${#FILES[@]} -lt 2 ]; then echo "$m: fewer than 2 shards, nothing to merge" >&2; continue; fi
     rm -f "$OUT/merged-$m.sqlite"   # made anew from every shard so far: a merge of other shards is another run identity
+    # The QPS shards hold no cost: pgolab merge takes them only if their rel_o2nofp is one binary (digest).
     $P merge "${FILES[@]}" --name "mariadb-matrix-$m" --store "$OUT/merged-$m.sqlite" --out "$OUT/merged-$m" \
-      </dev/null > "$OUT/merged-$m.txt"
+      </dev/null > "$OUT/merged-$m.txt" || echo "$m: merge refused, see $OUT/merged-$m.txt and the error above" >&2
   done
   exit
 fi
 [[ $STEP =~ ^[0-9]+$ && $STEP -ge 1 && $STEP -le $N ]] || { echo "error: PROOF_STEPS is a shard 1 to $N, or merge" >&2; exit 2; }
-# A shard whose two run files are committed is done: the queue goes on to the next piece.
-if [ -f "$OUT/shard$STEP-cost.run.gz" ] && [ -f "$OUT/shard$STEP-qps.run.gz" ]; then
-  echo "shard $STEP of $N: done (shard$STEP-cost.run.gz, shard$STEP-qps.run.gz), skipped"; exit 0
-fi
 S=$($P source mariadb --version 10.11.18)
 V=$($P variants --json | python3 -c 'import json,sys; print(",".join(v["name"] for v in json.load(sys.stdin)))')
 V="$V,rel_pgo_use_bolt,rel_lto_pgo_use_clang_bolt"
 COMMON=(--variants "$V" --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --shard "$STEP/$N" --store "$OUT/results.sqlite")
-$P matrix "$S" "${COMMON[@]}" --measure cost --cost-scale 0.25 --cost-jobs 2 --suite full \
-  --run "mariadb-matrix-cost-shard$STEP-of-$N-{binaries}" --out "$OUT/shard$STEP-cost" </dev/null > "$OUT/shard$STEP-cost.txt"
+# Each measure's run is exported as soon as it is done, and a measure whose file is committed is
+# skipped: a session that ends in the QPS run keeps the cost run, and the next machine measures QPS only.
 # QPS wants the machine to itself: the report says THE MACHINE WAS NOT IDLE otherwise.
-$P matrix "$S" "${COMMON[@]}" --measure qps --suite quick --instances 2 --blocks 3 --seconds 2 \
-  --run "mariadb-matrix-qps-shard$STEP-of-$N-{binaries}" --out "$OUT/shard$STEP-qps" </dev/null > "$OUT/shard$STEP-qps.txt"
 for m in cost qps; do
+  if f=$(piece_file shard$STEP-$m.run.gz); then echo "shard $STEP of $N ($m): done ($f), skipped"; continue; fi
+  if [ $m = cost ]; then
+    HOW=(--measure cost --cost-scale 0.25 --cost-jobs 2 --suite full)
+  else
+    HOW=(--measure qps --suite quick --instances 2 --blocks 3 --seconds 2)
+  fi
+  $P matrix "$S" "${COMMON[@]}" "${HOW[@]}" --run "mariadb-matrix-$m-shard$STEP-of-$N-{binaries}" \
+    --out "$OUT/shard$STEP-$m" </dev/null > "$OUT/shard$STEP-$m.txt"
   RUN=$($P report --store "$OUT/results.sqlite" --list | grep -o "mariadb-matrix-$m-shard$STEP-of-$N-[0-9a-f]*" | tail -1)
   $P export "$RUN" --store "$OUT/results.sqlite" -o "$OUT/shard$STEP-$m.run.gz"
 done

@@ -29,14 +29,14 @@ if [[ $STEP == merge ]]; then
     PIECES+=("$TMP/$proof.json")
   done
   for k in $(seq 1 $N); do
-    if [ -f "$OUT/shard$k.run.gz" ]; then PIECES+=("$OUT/shard$k.run.gz"); else echo "shard $k of $N: not run yet, left out" >&2; fi
+    if f=$(piece_file shard$k.run.gz); then PIECES+=("$f"); else echo "shard $k of $N: not run yet, left out" >&2; fi
   done
   $P merge "${PIECES[@]}" --name mysql-9.7.2-table --store "$OUT/merged.sqlite" --out "$OUT/merged" </dev/null > "$OUT/merged.txt"
   exit
 fi
 [[ $STEP =~ ^[0-9]+$ && $STEP -ge 1 && $STEP -le $N ]] || { echo "error: PROOF_STEPS is a shard 1 to $N, or merge" >&2; exit 2; }
 # A shard whose run file is committed is done: the queue goes on to the next piece.
-if [ -f "$OUT/shard$STEP.run.gz" ]; then echo "shard $STEP of $N: done ($OUT/shard$STEP.run.gz), skipped"; exit 0; fi
+if f=$(piece_file shard$STEP.run.gz); then echo "shard $STEP of $N: done ($f), skipped"; exit 0; fi
 S=$($P source mysql --version 9.7.2)
 $P matrix "$S" --variants "$NON_PGO" --base rel_o2nofp --measure cost,qps --suite full --instances 2 --blocks 3 \
   --seconds 1 --cost-jobs 2 --cost-scale 0.25 --shard "$STEP/$N" --run "mysql-table-shard$STEP-of-$N-{binaries}" \

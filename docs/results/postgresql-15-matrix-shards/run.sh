@@ -12,14 +12,15 @@ STEP=${PROOF_STEPS:-1}
 if [[ $STEP == merge ]]; then
   FILES=()
   for k in $(seq 1 $N); do
-    if [ -f "$OUT/shard$k.run.gz" ]; then FILES+=("$OUT/shard$k.run.gz"); else echo "shard $k of $N: not run yet, left out" >&2; fi
+    if f=$(piece_file shard$k.run.gz); then FILES+=("$f"); else echo "shard $k of $N: not run yet, left out" >&2; fi
   done
+  if [ ${#FILES[@]} -lt 2 ]; then echo "fewer than 2 shards, nothing to merge" >&2; exit 0; fi
   rm -f "$OUT/merged.sqlite"   # made anew from every shard so far: a merge of other shards is another run identity
   $P merge "${FILES[@]}" --name pg15-matrix-cost-merged --store $OUT/merged.sqlite --out $OUT/merged </dev/null > $OUT/merged.txt
   exit
 fi
 # A shard whose run file is committed is done: the queue goes on to the next piece.
-if [ -f "$OUT/shard$STEP.run.gz" ]; then echo "shard $STEP of $N: done ($OUT/shard$STEP.run.gz), skipped"; exit 0; fi
+if f=$(piece_file shard$STEP.run.gz); then echo "shard $STEP of $N: done ($f), skipped"; exit 0; fi
 $P matrix postgresql=15 --variants published --bolt --base rel_o2nofp --measure cost --suite full \
   --shard $STEP/$N --run "pg15-shard$STEP-of-$N-{binaries}" --store $OUT/results.sqlite --out $OUT/shard$STEP \
   </dev/null > $OUT/shard$STEP.txt

@@ -532,7 +532,7 @@ def build_cost_table(targets: list[StoredTarget], base: str) -> Table | None:
 
 
 def shards_table(merged: MergedShards | None) -> Table | None:
-    """A merged run's shards: where and when each ran, and what its builds cost to make."""
+    """A merged run's shards: where and when each ran, and what the builds it measured cost to make."""
     if merged is None:
         return None
     rows = [{"shard": s.name, "host": s.host or s.cpu, "started": s.started, "last_sample": s.last_sample,
@@ -541,12 +541,13 @@ def shards_table(merged: MergedShards | None) -> Table | None:
     return Table("shards", "Shards merged into this run",
                  [Column("shard", "shard (its run)"), Column("host", "host (or its CPU model alone)"),
                   Column("started", "run started"), Column("last_sample", "last sample"),
-                  Column("builds", "built there"), Column("wall_min", "build wall min"),
-                  Column("cpu_min", "build CPU min")], rows,
+                  Column("builds", "builds measured"), Column("wall_min", "their build wall min"),
+                  Column("cpu_min", "their build CPU min")], rows,
                  note="Each shard as it was measured: its machine, when its run started and took its last sample, "
-                      "and the builds it made with their summed wall and CPU minutes (its base's included: the "
-                      "merged run keeps the first shard's base alone). Empty cells: merged by a pgolab that did "
-                      "not record them, or nothing built there (binaries given by path).")
+                      "and the pgolab builds it measured with the wall and CPU minutes their build records give, "
+                      "summed (its base's included: the merged run keeps the first shard's base alone). A build "
+                      "that two shards on one machine both measured is counted in each. Empty cells: merged by "
+                      "a pgolab that did not record them, or no pgolab build (binaries given by path).")
 
 
 def charts(a: Analysis) -> list[Chart | LineChart]:
