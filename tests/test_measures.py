@@ -120,26 +120,40 @@ def test_a_sample_with_a_figure_the_table_does_not_define_is_refused(tmp_path):
         store.add(run_id, Sample(step, {"qps": 1.0, "instructions": 5.0}, 1.0), "point-1")
 
 
-def test_a_native_build_with_avx512_is_refused_by_cost_mode_before_the_run(tmp_path, monkeypatch):
-    """callgrind (valgrind 3.19) cannot run AVX-512 code: the run is refused at its start, naming the
-    target, never a crash mid-run. The record says what -march=native turned on where it was built."""
+def test_cost_mode_leaves_out_a_native_build_with_avx512_and_the_report_says_why(tmp_path, monkeypatch):
+    """callgrind (valgrind 3.19) cannot run AVX-512 code: such a target is left out of cost mode before
+    the run, never a crash mid-run nor a silent zero; the others are measured, and the report names it
+    with the reason. The record says what -march=native turned on where it was built. A run with
+    nothing left to compare is refused before anything is stored."""
     from dataclasses import replace
 
     from pgolab.measures import COST
     from pgolab.record import BuildRecord, SourceInfo
+    from test_runfile import FakeCost
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
-    targets = fake_targets(tmp_path)
-    record = BuildRecord(label="b", variant="rel_native", description="native", server="mariadb",
+    a, b = fake_targets(tmp_path)
+    record = BuildRecord(label="n", variant="rel_native", description="native", server="mariadb",
                          source=SourceInfo("/s", "10.11.18"), toolchain={}, flags={},
                          server_binary="/b/final/install/bin/mariadbd", install_dir="/b/final/install",
                          logs="/b/logs", native_avx512=["avx512bw", "avx512f"])
-    targets[1] = replace(targets[1], description=record)
+    (tmp_path / "n").write_text("native")
+    native = replace(b, label="n", kind=BuildRecord.kind, installation=FakeInstallation(tmp_path / "n"),
+                     description=record)
     store = Store(tmp_path / "s.sqlite")
-    with pytest.raises(PgolabError, match=r"cost of b: built with -march=native on a CPU with AVX-512 \(avx512bw"):
-        bench.run_bench(store, "avx", "a", targets, BenchOptions(modes=("cost",)), "test",
-                        measures=[COST], fleet_factory=FakeFleet)
-    assert store.run("avx") is None, "refused before anything was stored"
-    COST.check_targets([replace(targets[1], description=replace(record, native_avx512=[]))])   # no AVX-512: fine
+    options = BenchOptions(suite="quick", modes=("cost",), cost_write_repeats=2)
+    run_id = bench.run_bench(store, "avx", "a", [a, b, native], options, "test", measures=[FakeCost()],
+                             fleet_factory=FakeFleet)
+    assert {s.step.label for s in store.samples(run_id)} == {"a", "b"}
+    data = report.compute(store, run_id)
+    assert "cost not measured for n: built with -march=native on a CPU with AVX-512 (avx512bw, avx512f), " \
+           "which valgrind's callgrind cannot run" in "\n".join(data.facts)
+    assert {r["build"] for r in data.table("builds").rows if r.get("cycles") is not None} == {"b"}
+    for targets, base in (([a, native], "a"), ([native, b], "n")):
+        with pytest.raises(PgolabError, match=r"cost of n: built with -march=native .* nothing left to compare"):
+            bench.run_bench(store, "refused", base, targets, options, "test", measures=[COST], fleet_factory=FakeFleet)
+    assert store.run("refused") is None, "refused before anything was stored"
+    assert COST.unavailable([replace(native, description=replace(record, native_avx512=[]))]) == {}, \
+        "no AVX-512: measured"
 
 
 def test_what_native_turns_on_is_read_from_each_compiler():

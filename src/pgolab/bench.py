@@ -70,6 +70,18 @@ def check_targets(base: str, targets: list[BenchTarget]) -> str:
     return "+".join(sorted(servers_of))
 
 
+def check_measurable(mode: str, base: str, labels: list[str], left_out: dict[str, str]) -> None:
+    """A measure measures the targets it can, unless that leaves nothing to compare: the base, or
+    every build, out of it."""
+    if not left_out:
+        return
+    if base in left_out or len([l for l in labels if l not in left_out]) < 2:
+        label = base if base in left_out else next(iter(left_out))
+        raise PgolabError(f"{mode} of {label}: {left_out[label]}; nothing left to compare in {mode} mode",
+                          hint=f"leave {mode} out of --measure, or build {label} so that {mode} mode can run it "
+                               "(for cost: without _native, or on a CPU without AVX-512)")
+
+
 FleetFactory = Callable[[list[BenchTarget], Path, BenchOptions, str], Fleet]
 
 
@@ -80,8 +92,9 @@ def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget]
     servers. A test passes a fake of each to run bench, store and report without a server."""
     measures = measures if measures is not None else measures_mod.of_modes(options.modes)
     server = check_targets(base, targets)
+    left_out = {m.key: m.unavailable(targets) for m in measures}
     for measure in measures:
-        measure.check_targets(targets)
+        check_measurable(measure.key, base, [t.label for t in targets], left_out[measure.key])
     for client in clients.needed(options.micros()):
         for t in targets:
             client.check(t.installation)
@@ -105,9 +118,10 @@ def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget]
     try:
         fleet.prepare()
         for measure in measures:
-            executor = measure.executor(fleet, options, labels)
+            measured = [label for label in labels if label not in left_out[measure.key]]
+            executor = measure.executor(fleet, options, measured)
             try:
-                Scheduler(store, run_id, base, labels, measure.plan(options), on_step,
+                Scheduler(store, run_id, base, measured, measure.plan(options), on_step,
                           progress).run(micros, executor)
             finally:
                 executor.close()

@@ -36,8 +36,11 @@ class Measure:
     def executor(self, fleet, options: BenchOptions, labels: list[str]) -> Executor:
         raise NotImplementedError
 
-    def check_targets(self, targets: list) -> None:
-        """Refuse, before the run starts, a target this measure cannot measure (one line: why, what to do)."""
+    def unavailable(self, targets: list) -> dict[str, str]:
+        """The targets this measure cannot measure, by label, each with the reason (one line): the run
+        measures the rest, and the report says which and why. Decided from the targets' own records
+        (BenchTarget or StoredTarget), so a resumed run and a report make the same decision."""
+        return {}
 
     def identity(self) -> dict:
         """What a resumed run must match beyond the options (a cost method, say)."""

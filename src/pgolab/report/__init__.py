@@ -64,6 +64,8 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
         facts[-1] = f"host of the first shard: {run.host.describe()}"
         facts += merged_facts(run.merged)
     facts += [line for m in measured for line in m.facts(samples)]
+    facts += [f"{m.key} not measured for {label}: {reason}" for m in measures if m.key in run.options.modes
+              for label, reason in m.unavailable(targets).items()]
     notes = [("Method", METHOD_NOTE), ("Noise", noise_note(a, run.options, measures)),
              ("Multiple comparisons", multiple_comparisons_note(micro, run.options, measured))]
     cores = run.host.cores if isinstance(run.host.cores, int) else None
