@@ -176,6 +176,42 @@ def test_the_misprediction_term_is_shown_with_and_without():
     assert row["clock"] is None and row["tests"] == 1
 
 
+def test_a_builds_saving_is_split_over_the_parts_of_the_cycle_formula():
+    """PGO-like: fewer instructions and I1 misses, more mispredictions. The parts add up to what was
+    saved, each test weighs alike, and the part that added cycles is named as what held it back."""
+    from types import SimpleNamespace
+
+    from pgolab.measures.callgrind import CYCLE_PRICES
+    from pgolab.measures.cost import cycle_parts_table
+
+    def counts(instructions, i1, d1, ll, mispredicts):
+        parts = {"instructions": instructions, "i1_misses": i1, "d1_misses": d1, "ll_misses": ll,
+                 "mispredicts": mispredicts}
+        return {**parts, "cycles": sum(CYCLE_PRICES[k] * v for k, v in parts.items())}
+    figures = {("g/x", "base"): counts(1000, 20, 10, 1, 10), ("g/x", "pgo"): counts(800, 10, 10, 1, 15),
+               ("g/y", "base"): counts(2000, 0, 0, 0, 0), ("g/y", "pgo"): counts(2000, 0, 0, 0, 0)}
+    absolute = {(k, m, label): v for (m, label), c in figures.items() for k, v in c.items()}
+    a = SimpleNamespace(base="base", labels=["pgo"], micros=["g/x", "g/y"], absolute=absolute,
+                        groups=lambda: ["g"], micros_of=lambda group: ["g/x", "g/y"])
+    rows = {r["group"]: r for r in cycle_parts_table(a).rows}
+    x_base = 1000 + 10 * 30 + 100 + 20 * 10     # 1600 cycles; the build 800 + 200 + 100 + 300 = 1400
+    assert {**rows["all"], "group": "g"} == rows["g"]
+    row = rows["all"]
+    assert row["tests"] == 2 and row["saved"] == pytest.approx(100 * (200 / x_base + 0) / 2)
+    assert row["instructions"] == pytest.approx(100 * 200 / x_base / 2)
+    assert row["i1_misses"] == pytest.approx(100 * 100 / x_base / 2)
+    assert row["mispredicts"] == pytest.approx(-100 * 100 / x_base / 2)
+    assert row["saved"] == pytest.approx(sum(row[k] for k in CYCLE_PRICES))
+    assert sum(row[f"{k}_share"] for k in CYCLE_PRICES) == pytest.approx(100)
+    assert row["instructions_share"] == pytest.approx(100 * (1000 / x_base + 1) / 2)
+    assert row["held_back"] == f"mispredictions: {100 * 100 / x_base / 2:.1f} points more"
+    # Without the extra mispredictions, the largest part the build still spends: instructions.
+    figures[("g/x", "pgo")] = counts(800, 10, 10, 1, 10)
+    absolute.update({(k, m, label): v for (m, label), c in figures.items() for k, v in c.items()})
+    left = 100 * ((1000 - 200) / x_base + 1) / 2
+    assert cycle_parts_table(a).rows[-1]["held_back"] == f"instructions: {left:.0f} % of the base's cycles left"
+
+
 def test_other_work_is_the_machines_busy_time_beyond_the_server_and_pgolab_itself():
     from pgolab.processes import CpuReading, other_work, parse_machine_cpu
     tick = __import__("os").sysconf("SC_CLK_TCK")

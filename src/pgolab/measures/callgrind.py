@@ -22,6 +22,9 @@ CALLGRIND_EVENTS = ("Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "D
 # Estimated cycles, the usual callgrind estimate extended by branch mispredictions:
 CYCLE_FORMULA = "cycles ≈ Ir + 10·(I1mr + D1mr + D1mw) + 100·(ILmr + DLmr + DLmw) + 20·(Bcm + Bim)"
 MISPREDICT_CYCLES = 20    # the formula's price of one simulated misprediction
+# The formula's parts: each per-query figure (Counts.per_query's keys) and its price in cycles.
+CYCLE_PRICES = {"instructions": 1, "i1_misses": 10, "d1_misses": 10, "ll_misses": 100,
+                "mispredicts": MISPREDICT_CYCLES}
 
 
 @dataclass(frozen=True)
@@ -55,17 +58,17 @@ class Counts:
     def get(self, name: str) -> int:
         return self.events.get(name, 0)
 
-    def cycles(self) -> float:
+    def parts(self) -> dict[str, int]:
+        """The events of each part of the cycle formula (CYCLE_PRICES' keys)."""
         e = self.get
-        return (e("Ir") + 10 * (e("I1mr") + e("D1mr") + e("D1mw")) + 100 * (e("ILmr") + e("DLmr") + e("DLmw"))
-                + MISPREDICT_CYCLES * (e("Bcm") + e("Bim")))
+        return {"instructions": e("Ir"), "i1_misses": e("I1mr"), "d1_misses": e("D1mr") + e("D1mw"),
+                "ll_misses": e("ILmr") + e("DLmr") + e("DLmw"), "mispredicts": e("Bcm") + e("Bim")}
+
+    def cycles(self) -> float:
+        return sum(CYCLE_PRICES[k] * v for k, v in self.parts().items())
 
     def per_query(self, queries: int) -> dict[str, float]:
-        e = self.get
-        return {"cycles": self.cycles() / queries, "instructions": e("Ir") / queries,
-                "i1_misses": e("I1mr") / queries, "d1_misses": (e("D1mr") + e("D1mw")) / queries,
-                "ll_misses": (e("ILmr") + e("DLmr") + e("DLmw")) / queries,
-                "mispredicts": (e("Bcm") + e("Bim")) / queries}
+        return {"cycles": self.cycles() / queries, **{k: v / queries for k, v in self.parts().items()}}
 
     def describe(self) -> str:
         return " ".join(f"{k}={self.get(k)}" for k in CALLGRIND_EVENTS if k in self.events)

@@ -18,6 +18,7 @@ servers stay up across microbenchmarks.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,7 @@ from ..runner import format_command, home_runner
 from ..schedule import Plan
 from ..suite import Micro
 from .base import Measure
-from .callgrind import (CACHE_GEOMETRY, CYCLE_FORMULA, MISPREDICT_CYCLES, Counts, function_names, guest_cpu, valgrind_version,
+from .callgrind import (CACHE_GEOMETRY, CYCLE_FORMULA, CYCLE_PRICES, MISPREDICT_CYCLES, Counts, function_names, guest_cpu, valgrind_version,
                         valgrind_wrapper)
 from .counting import Counted, counting_for
 
@@ -121,6 +122,84 @@ def branch_term_table(a: "Analysis") -> Table | None:
                  note="Geometric means over the tests of base/build per-query estimates; no interval (a "
                       "description of the model, not an estimate). rCPU is the wall clock's server CPU per query "
                       "from the same run, where it measured QPS.")
+
+
+PART_NAMES = {"instructions": "instructions", "i1_misses": "I1 misses", "d1_misses": "D1 misses",
+              "ll_misses": "LL misses", "mispredicts": "mispredictions"}
+
+
+# A part that spent more than this many points of the base's cycles is named as what held a build back.
+ADDED_POINTS = 0.5
+
+
+@dataclass(frozen=True)
+class CycleParts:
+    """Over some tests, what a build saved of the base's estimated cycles per query, in all and per
+    part of the cycle formula (a part's price times its events saved), and what each part was of the
+    base's cycles; fractions of the base's cycles, the mean over the tests, each test weighted alike."""
+    tests: int
+    saved: float
+    saved_by_part: dict[str, float]     # sums to saved
+    base_share: dict[str, float]        # sums to 1
+
+    def held_back_by(self) -> str:
+        """The part that spent more than the base, if one did by ADDED_POINTS or more; else the
+        largest part of the build's own cycles, which bounds what is left to save."""
+        added = min(self.saved_by_part, key=self.saved_by_part.get)
+        if -100 * self.saved_by_part[added] >= ADDED_POINTS:
+            return f"{PART_NAMES[added]}: {-100 * self.saved_by_part[added]:.1f} points more"
+        left = {k: self.base_share[k] - self.saved_by_part[k] for k in self.base_share}
+        largest = max(left, key=left.get)
+        return f"{PART_NAMES[largest]}: {100 * left[largest]:.0f} % of the base's cycles left"
+
+
+def cycle_parts(a: "Analysis", label: str, micros: list[str]) -> CycleParts | None:
+    """`label` against the base over `micros` (None: no test has every figure of both)."""
+    per_test = []
+    for m in micros:
+        base = {k: a.absolute.get((k, m, a.base)) for k in ("cycles", *CYCLE_PRICES)}
+        build = {k: a.absolute.get((k, m, label)) for k in ("cycles", *CYCLE_PRICES)}
+        if None in (*base.values(), *build.values()) or not base["cycles"]:
+            continue
+        per_test.append((1 - build["cycles"] / base["cycles"],
+                         {k: p * (base[k] - build[k]) / base["cycles"] for k, p in CYCLE_PRICES.items()},
+                         {k: p * base[k] / base["cycles"] for k, p in CYCLE_PRICES.items()}))
+    if not per_test:
+        return None
+    def mean(parts: list[dict[str, float]]) -> dict[str, float]:
+        return {k: float(np.mean([p[k] for p in parts])) for k in CYCLE_PRICES}
+    return CycleParts(len(per_test), float(np.mean([t[0] for t in per_test])), mean([t[1] for t in per_test]),
+                      mean([t[2] for t in per_test]))
+
+
+def cycle_parts_table(a: "Analysis") -> Table | None:
+    """Where each build's saving in estimated cycles comes from, per group and over the suite, part by
+    part of the cycle formula, and what held it back in the model."""
+    rows = []
+    for label in a.labels:
+        for group in [*a.groups(), "all"]:
+            parts = cycle_parts(a, label, a.micros if group == "all" else a.micros_of(group))
+            if parts is None:
+                continue
+            rows.append({"build": label, "group": group, "tests": parts.tests, "saved": 100 * parts.saved,
+                         **{k: 100 * v for k, v in parts.saved_by_part.items()},
+                         **{f"{k}_share": 100 * v for k, v in parts.base_share.items()},
+                         "held_back": parts.held_back_by()})
+    if not rows:
+        return None
+    return Table("cost_parts", "Where the estimated cycles were saved, part by part of the formula",
+                 [Column("build", "build"), Column("group", "group"), Column("tests", "tests"),
+                  Column("saved", "saved, points of the base's cycles"),
+                  *[Column(k, f"{PART_NAMES[k]} ({price}·) saved") for k, price in CYCLE_PRICES.items()],
+                  *[Column(f"{k}_share", f"{PART_NAMES[k]}, % of the base's") for k in CYCLE_PRICES],
+                  Column("held_back", "held back by")], rows,
+                 note="Per test, each part's price times the events per query the build saved against the base, "
+                      "in points (percent) of the base's estimated cycles per query (negative: the build spent "
+                      "more there), and what each part is of the base's cycles; the mean over the group's tests, "
+                      "so the parts add up to the saving, 1 - build/base (rCost 1.25 is 20 points saved). Held "
+                      f"back by: a part that spent {ADDED_POINTS} points or more than the base, else the largest "
+                      "part of what the build still spends, which bounds what is left to save. A description of "
+                      "the model, no interval.")
 
 
 class CostExecutor:
@@ -270,7 +349,7 @@ class CostMeasure(Measure):
                 row |= {f.key: round(a.absolute.get((f.key, micro, label), float("nan")), 1) for f in figs}
                 rows.append(row)
         return [Table("cost", "Cost per query (callgrind)", columns, rows, note=CYCLE_FORMULA),
-                *filter(None, [branch_term_table(a)])]
+                *filter(None, [cycle_parts_table(a), branch_term_table(a)])]
 
     def concurrency_line(self, options: BenchOptions, cores: int | None) -> str:
         # valgrind runs one thread at a time (its big lock): the counts are the work of the statements
