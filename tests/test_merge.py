@@ -100,13 +100,20 @@ class ShardQps(QpsMeasure):
 
 
 def shard_run(tmp_path: Path, store: Store, name: str, labels: list[str], binaries: dict[str, bytes],
-              speeds=SPEEDS, options=OPTIONS, measures=None) -> None:
+              speeds=SPEEDS, options=OPTIONS, measures=None, avx512: tuple[str, ...] = ()) -> None:
+    """One shard's run of fake binaries; the `avx512` labels are -march=native builds that turned
+    AVX-512 on, which cost mode leaves out."""
     targets = []
     for label in labels:
         binary = tmp_path / name / label
         binary.parent.mkdir(parents=True, exist_ok=True)
         binary.write_bytes(binaries.get(label, label.encode()))
-        targets.append(BenchTarget(label, "binary", FakeInstallation(binary), BinaryInfo(str(binary), "", label)))
+        if label in avx512:
+            record = BuildRecord(label, label, "native", "postgresql", SourceInfo(), {}, {}, str(binary), "/i", "/l",
+                                 native_avx512=["avx512f"])
+            targets.append(BenchTarget(label, BuildRecord.kind, FakeInstallation(binary), record))
+        else:
+            targets.append(BenchTarget(label, "binary", FakeInstallation(binary), BinaryInfo(str(binary), "", label)))
     bench.run_bench(store, name, "base", targets, options, f"pgolab matrix --shard ({name})",
                     measures=measures or [ShardCost(speeds)], fleet_factory=FakeFleet)
 
@@ -257,6 +264,27 @@ def test_a_shards_facts_sum_what_its_builds_cost_base_included(tmp_path, monkeyp
     assert facts.builds == ("base", "lto") and (facts.build_wall_min, facts.build_cpu_min) == (25.0, 43.0)
     assert facts.name == "s1" and facts.started == rows["run"]["created"]
     assert facts.last_sample == max(s["created"] for s in rows["samples"])
+
+
+def test_a_label_one_shard_could_not_measure_takes_another_shards_build_of_it(tmp_path, monkeypatch):
+    """-march=native on an AVX-512 CPU: that shard's cost leaves the build out. Merged alone, the
+    label stays, and the report says why it has no cost; merged with a shard that measured its own
+    build of it (another binary, another CPU), that one is the label's, not a second binary."""
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    store = Store(tmp_path / "s.sqlite")
+    speeds = {**SPEEDS, "native": 1.05}
+    shard_run(tmp_path, store, "avx", ["base", "lto", "native"], {"native": b"native with avx-512"}, speeds=speeds,
+              avx512=("native",))
+    shard_run(tmp_path, store, "other", ["base", "pgo"], {}, speeds=speeds)
+    alone = report.compute(store, merge.merge(store, ["avx", "other"], "alone", "test").run_id)
+    assert "cost not measured for native: built with -march=native" in "\n".join(alone.facts)
+    assert {r["build"]: r["cycles"] and r["cycles"].value for r in alone.table("builds").rows} == \
+        pytest.approx({"lto": 1.1, "pgo": 1.4, "native": None})
+    shard_run(tmp_path, store, "plain", ["base", "native"], {"native": b"native without"}, speeds=speeds)
+    both = report.compute(store, merge.merge(store, ["avx", "other", "plain"], "both", "test").run_id)
+    assert {r["build"]: r["cycles"].value for r in both.table("builds").rows} == \
+        pytest.approx({"lto": 1.1, "pgo": 1.4, "native": 1.05})
+    assert "cost not measured" not in "\n".join(both.facts)
 
 
 def test_cpu_models_that_differ_in_punctuation_get_runs_of_their_own():
