@@ -8,6 +8,7 @@
 # shardK-cost.run.gz and shardK-qps.run.gz as each is done, to be committed: no later shard needs
 # this machine.
 #   bash docs/results/queue.sh mariadb-10.11-matrix@3       # shard 3 of 7
+#   bash docs/results/queue.sh mariadb-10.11-matrix@native  # the -march=native builds' cost, on a CPU without AVX-512
 #   bash docs/results/queue.sh mariadb-10.11-matrix@merge   # every shard committed so far
 # merge: the cost shards into one run (one anchor: rel_o2nofp by digest, or per-test cost within the
 # bound), the QPS shards into one run per CPU model (pgolab merge keeps them apart).
@@ -17,8 +18,8 @@ STEP=${PROOF_STEPS:-1}
 if [[ $STEP == merge ]]; then
   for m in cost qps; do
     FILES=()
-    for k in $(seq 1 $N); do
-      if f=$(piece_file shard$k-$m.run.gz); then FILES+=("$f"); else echo "shard $k of $N ($m): not run yet, left out" >&2; fi
+    for piece in $(seq -f "shard%g-$m.run.gz" 1 $N) $([ $m = cost ] && echo shard-native-cost.run.gz); do
+      if f=$(piece_file $piece); then FILES+=("$f"); else echo "$piece: not run yet, left out" >&2; fi
     done
     if [ ${#FILES[@]} -lt 2 ]; then echo "$m: fewer than 2 shards, nothing to merge" >&2; continue; fi
     rm -f "$OUT/merged-$m.sqlite"   # made anew from every shard so far: a merge of other shards is another run identity
@@ -28,8 +29,24 @@ if [[ $STEP == merge ]]; then
   done
   exit
 fi
-[[ $STEP =~ ^[0-9]+$ && $STEP -ge 1 && $STEP -le $N ]] || { echo "error: PROOF_STEPS is a shard 1 to $N, or merge" >&2; exit 2; }
 S=$($P source mariadb --version 10.11.18)
+# The -march=native builds' cost, on a CPU without AVX-512 (valgrind 3.19 cannot run it, so a shard on
+# such a CPU leaves them out of cost; merge takes this piece's builds of those labels instead).
+if [[ $STEP == native ]]; then
+  if grep -qw avx512f /proc/cpuinfo; then
+    echo "native: this CPU has AVX-512, which valgrind 3.19 cannot run; run this piece on one without" >&2; exit 0
+  fi
+  if f=$(piece_file shard-native-cost.run.gz); then echo "native: done ($f), skipped"; exit 0; fi
+  NATIVE=$($P variants --json | python3 -c 'import json,sys; print(",".join(v["name"] for v in json.load(sys.stdin) if "native" in v["name"]))')
+  $P matrix "$S" --variants "rel_o2nofp,$NATIVE" --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --measure cost \
+    --cost-scale 0.25 --cost-jobs 2 --suite full --run "mariadb-matrix-cost-native-{binaries}" --store "$OUT/results.sqlite" \
+    --out "$OUT/shard-native-cost" </dev/null > "$OUT/shard-native-cost.txt"
+  RUN=$($P report --store "$OUT/results.sqlite" --list | grep -o "mariadb-matrix-cost-native-[0-9a-f]*" | tail -1)
+  $P export "$RUN" --store "$OUT/results.sqlite" -o "$OUT/shard-native-cost.run.gz"
+  $P builds --markdown --server mariadb-10.11.18 > "$OUT/builds-shard-native.md"
+  exit
+fi
+[[ $STEP =~ ^[0-9]+$ && $STEP -ge 1 && $STEP -le $N ]] || { echo "error: PROOF_STEPS is a shard 1 to $N, native or merge" >&2; exit 2; }
 V=$($P variants --json | python3 -c 'import json,sys; print(",".join(v["name"] for v in json.load(sys.stdin)))')
 V="$V,rel_pgo_use_bolt,rel_lto_pgo_use_clang_bolt"
 COMMON=(--variants "$V" --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --shard "$STEP/$N" --store "$OUT/results.sqlite")
