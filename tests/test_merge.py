@@ -287,6 +287,48 @@ def test_a_label_one_shard_could_not_measure_takes_another_shards_build_of_it(tm
     assert "cost not measured" not in "\n".join(both.facts)
 
 
+def test_a_fill_run_adds_only_what_the_shards_left_out(tmp_path, monkeypatch):
+    """The -march=native piece on a CPU without AVX-512 measures builds some shards measured too, as
+    other binaries: as a shard it is refused, as a fill it adds only the left-out label's cost."""
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    store = Store(tmp_path / "s.sqlite")
+    speeds = {**SPEEDS, "native": 1.05}
+    shard_run(tmp_path, store, "avx", ["base", "lto", "native"], {"native": b"with avx-512"}, speeds=speeds,
+              avx512=("native",))
+    shard_run(tmp_path, store, "other", ["base", "pgo"], {}, speeds=speeds)
+    shard_run(tmp_path, store, "piece", ["base", "lto", "native"], {"lto": b"lto built elsewhere", "native": b"n"},
+              speeds={**speeds, "lto": 2.0})
+    with pytest.raises(PgolabError, match="lto was measured with two binaries"):
+        merge.merge(store, ["avx", "other", "piece"], "as-shard", "test")
+    merged = merge.merge(store, ["avx", "other"], "filled", "test", fill=["piece"])
+    rows = {r["build"]: r["cycles"].value for r in report.compute(store, merged.run_id).table("builds").rows}
+    assert rows == pytest.approx({"lto": 1.1, "pgo": 1.4, "native": 1.05}), "the piece's lto is not taken"
+    assert merge.merge(store, ["avx", "other"], "nothing", "test", fill=["other"]).run_id, \
+        "a fill that adds nothing is left out"
+
+
+def test_a_label_two_cpu_models_measured_in_different_measures_is_not_two_binaries(tmp_path, monkeypatch):
+    """QPS and cost on an AVX-512 CPU (native left out of cost, its QPS measured), both on another
+    CPU with its own native build: the merged cost run takes the second's, each model's QPS run its
+    own."""
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    store = Store(tmp_path / "s.sqlite")
+    here = Host.this()
+    speeds = {**SPEEDS, "native": 1.05}
+    both = BenchOptions(suite="quick", modes=("qps", "cost"), instances=2, blocks=2, cost_write_repeats=2)
+    for name, labels, family, options, measures in (
+            ("avx", ["base", "lto", "native"], "family 26, model 2", both, [ShardQps(speeds), ShardCost(speeds)]),
+            ("plain", ["base", "native"], "family 25, model 1", both, [ShardQps(speeds), ShardCost(speeds)])):
+        monkeypatch.setattr(Host, "this", classmethod(lambda cls, f=family: replace(here, cpu="Some CPU", cpu_id=f"cpu {f}, stepping 1")))
+        shard_run(tmp_path, store, name, labels, {"native": name.encode()}, speeds=speeds, options=options,
+                  measures=measures, avx512=("native",) if name == "avx" else ())
+    merged = merge.merge(store, ["avx", "plain"], "m", "test")
+    cost = {r["build"]: r["cycles"].value for r in report.compute(store, merged.run_id).table("builds").rows}
+    assert cost == pytest.approx({"lto": 1.1, "native": 1.05})
+    qps = report.compute(store, merged.per_cpu["Some CPU (family 26, model 2)"]).table("builds").rows
+    assert {r["build"] for r in qps} == {"lto", "native"}
+
+
 def test_cpu_models_that_differ_in_punctuation_get_runs_of_their_own():
     names = merge.per_cpu_names("m", ["AMD EPYC (family 25)", "AMD-EPYC family 25", "Intel Xeon"])
     assert names == {"AMD EPYC (family 25)": "m@amd-epyc-family-25", "AMD-EPYC family 25": "m@amd-epyc-family-25-2",

@@ -717,6 +717,9 @@ def _matrix_on_cluster(address, source_args, variants, bolt, base, train, option
 def merge_cmd(
     shards: List[str] = typer.Argument(..., metavar="RUN_OR_FILE...", help="each shard's run, or its exported file"),
     name: str = typer.Option(..., "--name", metavar="NAME", help="the merged run's name"),
+    fill: List[str] = typer.Option([], "--fill", metavar="RUN_OR_FILE",
+                                   help="a run that adds only what no shard measured, per measure and label (e.g. "
+                                        "-march=native builds' cost from a CPU without AVX-512); repeatable"),
     store_path: Optional[Path] = STORE_OPTION,
     out_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR",
                                            help="write every format, charts and report.html here"),
@@ -726,7 +729,7 @@ def merge_cmd(
     from .merge import merge
     from .store import Store
     store = Store(store_path)
-    _show_merged(store, merge(store, shards, name, _command_line()), out_dir)
+    _show_merged(store, merge(store, shards, name, _command_line(), fill=fill), out_dir)
 
 
 @app.command("machines")

@@ -98,10 +98,12 @@ def measured_targets(shard: Shard, dropped: set[str] = frozenset()) -> list[dict
     return [t for t in shard.rows["targets"] if t["label"] in labels]
 
 
-def check_labels(shards: list[Shard], base: str) -> None:
+def check_labels(shards: list[Shard], base: str, dropped: set[str] = frozenset()) -> None:
+    """One binary per label among the shards that measured it outside the `dropped` modes (those
+    that go into one merged run)."""
     seen: dict[str, tuple[str, str]] = {}
     for shard in shards:
-        for t in measured_targets(shard):
+        for t in measured_targets(shard, dropped):
             if t["label"] == base:
                 continue
             if t["label"] in seen and seen[t["label"]][0] != t["binary_digest"]:
@@ -188,7 +190,7 @@ class Merged:
 def shard_facts(shard: Shard) -> ShardFacts:
     """Where and when a shard ran, and what the pgolab builds it measured cost to make, from its rows."""
     host = host_of(shard)
-    records = [StoredTarget.of_row(t) for t in shard.rows["targets"]]
+    records = [StoredTarget.of_row(t) for t in measured_targets(shard)]
     built = {t.label: t.description for t in records if isinstance(t.description, BuildRecord)}
     times = sorted(s["created"] for s in shard.rows["samples"])
     return ShardFacts(shard.rows["run"]["name"], host.model(), host.describe(), shard.rows["run"]["created"],
@@ -239,21 +241,50 @@ def merged_rows(shards: list[Shard], name: str, command: str, dropped: set[str] 
     return {"run": run, "targets": targets, "samples": samples, "excluded": excluded}
 
 
-def merge(store: Store, refs: list[str], name: str, command: str, at_least: int = 2) -> Merged:
+def filling(filler: Shard, shards: list[Shard], base: str) -> Shard | None:
+    """A filler's rows reduced to what the shards did not measure: per measure, its samples of the
+    labels no shard has a sample of in that measure (a -march=native build a shard on an AVX-512 CPU
+    left out of cost), with its base's samples of those measures to read them against. None if
+    nothing is left."""
+    have = {(s["mode"], s["label"]) for shard in shards for s in shard.rows["samples"]}
+    kept = {(s["mode"], s["label"]) for s in filler.rows["samples"]
+            if s["label"] != base and (s["mode"], s["label"]) not in have}
+    if not kept:
+        return None
+    modes = {mode for mode, _ in kept}
+    def keep(row: dict) -> bool:
+        return row["mode"] in modes and (row["label"] == base or (row["mode"], row["label"]) in kept)
+    labels = {base} | {label for _, label in kept}
+    rows = {**filler.rows, "targets": [t for t in filler.rows["targets"] if t["label"] in labels],
+            "samples": [s for s in filler.rows["samples"] if keep(s)],
+            "excluded": [e for e in filler.rows["excluded"] if e["mode"] in modes]}
+    return Shard(filler.name, rows)
+
+
+def merge(store: Store, refs: list[str], name: str, command: str, at_least: int = 2,
+          fill: list[str] = ()) -> Merged:
     """The shards' runs as one run named `name` in the store. Shards on several CPU models: that run
-    holds their cost alone, and each model's shards are merged apart into a run of their clock figures."""
-    shards = load(store, refs, at_least)
+    holds their cost alone, and each model's shards are merged apart into a run of their clock figures.
+    A `fill` run adds only what no shard measured (per measure and label), read against its own base."""
+    shards = load(store, refs, 1 if fill else at_least)
     base = shards[0].rows["run"]["base"]
+    shards += [f for f in (filling(f, shards, base) for f in load(store, list(fill), 0)) if f]
+    if len(shards) < at_least:
+        raise PgolabError(f"merge takes {at_least} shards or more, and the fill runs added nothing the shards lack",
+                          hint="name each shard's run or run file")
     if any(s.rows["run"]["base"] != base for s in shards):
         raise PgolabError("the shards have different bases", hint="merge shards of one matrix command")
     check_same_experiment(shards)
-    check_labels(shards, base)
     check_anchor(shards, base)
     groups = by_cpu_model(shards)
     if len(groups) == 1:
+        check_labels(shards, base)
         return Merged(store.add_rows(merged_rows(shards, name, command), hint=ANOTHER_MERGE)[0])
     clock = clock_modes()
     measured = {s["mode"] for shard in shards for s in shard.rows["samples"]}
+    check_labels(shards, base, clock)
+    for group in groups.values():
+        check_labels(group, base, measured - clock)
     names = per_cpu_names(name, [model for model, group in groups.items()
                                  if any(s["mode"] in clock for shard in group for s in shard.rows["samples"])])
     left_out = sorted(clock & measured)

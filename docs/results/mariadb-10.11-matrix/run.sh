@@ -18,17 +18,21 @@ STEP=${PROOF_STEPS:-1}
 if [[ $STEP == merge ]]; then
   for m in cost qps; do
     FILES=()
-    for piece in $(seq -f "shard%g-$m.run.gz" 1 $N) $([ $m = cost ] && echo shard-native-cost.run.gz); do
+    for piece in $(seq -f "shard%g-$m.run.gz" 1 $N); do
       if f=$(piece_file $piece); then FILES+=("$f"); else echo "$piece: not run yet, left out" >&2; fi
     done
     if [ ${#FILES[@]} -lt 2 ]; then echo "$m: fewer than 2 shards, nothing to merge" >&2; continue; fi
+    # The native piece adds only the -march=native builds' cost that the shards left out.
+    FILL=(); if [ $m = cost ] && f=$(piece_file shard-native-cost.run.gz); then FILL=(--fill "$f"); fi
     rm -f "$OUT/merged-$m.sqlite"   # made anew from every shard so far: a merge of other shards is another run identity
     # The QPS shards hold no cost: pgolab merge takes them only if their rel_o2nofp is one binary (digest).
-    $P merge "${FILES[@]}" --name "mariadb-matrix-$m" --store "$OUT/merged-$m.sqlite" --out "$OUT/merged-$m" \
+    $P merge "${FILES[@]}" "${FILL[@]}" --name "mariadb-matrix-$m" --store "$OUT/merged-$m.sqlite" --out "$OUT/merged-$m" \
       </dev/null > "$OUT/merged-$m.txt" || echo "$m: merge refused, see $OUT/merged-$m.txt and the error above" >&2
   done
   exit
 fi
+[[ $STEP == native || ( $STEP =~ ^[0-9]+$ && $STEP -ge 1 && $STEP -le $N ) ]] || {
+  echo "error: PROOF_STEPS is a shard 1 to $N, native or merge" >&2; exit 2; }
 S=$($P source mariadb --version 10.11.18)
 # The -march=native builds' cost, on a CPU without AVX-512 (valgrind 3.19 cannot run it, so a shard on
 # such a CPU leaves them out of cost; merge takes this piece's builds of those labels instead).
@@ -46,7 +50,6 @@ if [[ $STEP == native ]]; then
   $P builds --markdown --server mariadb-10.11.18 > "$OUT/builds-shard-native.md"
   exit
 fi
-[[ $STEP =~ ^[0-9]+$ && $STEP -ge 1 && $STEP -le $N ]] || { echo "error: PROOF_STEPS is a shard 1 to $N, native or merge" >&2; exit 2; }
 V=$($P variants --json | python3 -c 'import json,sys; print(",".join(v["name"] for v in json.load(sys.stdin)))')
 V="$V,rel_pgo_use_bolt,rel_lto_pgo_use_clang_bolt"
 COMMON=(--variants "$V" --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --shard "$STEP/$N" --store "$OUT/results.sqlite")

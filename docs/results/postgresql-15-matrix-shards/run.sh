@@ -12,12 +12,14 @@ N=6
 STEP=${PROOF_STEPS:-1}
 if [[ $STEP == merge ]]; then
   FILES=()
-  for piece in $(seq -f 'shard%g.run.gz' 1 $N) shard-native.run.gz; do
+  for piece in $(seq -f 'shard%g.run.gz' 1 $N); do
     if f=$(piece_file $piece); then FILES+=("$f"); else echo "$piece: not run yet, left out" >&2; fi
   done
   if [ ${#FILES[@]} -lt 2 ]; then echo "fewer than 2 shards, nothing to merge" >&2; exit 0; fi
+  # The native piece adds only the -march=native builds' cost that the shards left out.
+  FILL=(); if f=$(piece_file shard-native.run.gz); then FILL=(--fill "$f"); fi
   rm -f "$OUT/merged.sqlite"   # made anew from every shard so far: a merge of other shards is another run identity
-  $P merge "${FILES[@]}" --name pg15-matrix-cost-merged --store $OUT/merged.sqlite --out $OUT/merged </dev/null > $OUT/merged.txt
+  $P merge "${FILES[@]}" "${FILL[@]}" --name pg15-matrix-cost-merged --store $OUT/merged.sqlite --out $OUT/merged </dev/null > $OUT/merged.txt
   exit
 fi
 # The -march=native builds' cost, on a CPU without AVX-512 (valgrind 3.19 cannot run it, so a shard on

@@ -199,7 +199,8 @@ def cycle_parts_table(a: "Analysis") -> Table | None:
                       "so the parts add up to the saving, 1 - build/base (rCost 1.25 is 20 points saved). Held "
                       f"back by: a part that spent {ADDED_POINTS} points or more than the base, else the largest "
                       "part of what the build still spends, which bounds what is left to save. A description of "
-                      "the model, no interval.")
+                      "the model, no interval; in a merged run a build is set against the base's figures averaged "
+                      "over the shards, not its own shard's base (one binary, or within the anchor's bound).")
 
 
 class CostExecutor:
