@@ -266,16 +266,23 @@ def test_a_shards_facts_sum_what_its_builds_cost_base_included(tmp_path, monkeyp
     assert facts.last_sample == max(s["created"] for s in rows["samples"])
 
 
-def test_a_label_one_shard_could_not_measure_takes_another_shards_build_of_it(tmp_path, monkeypatch):
-    """-march=native on an AVX-512 CPU: that shard's cost leaves the build out. Merged alone, the
-    label stays, and the report says why it has no cost; merged with a shard that measured its own
-    build of it (another binary, another CPU), that one is the label's, not a second binary."""
-    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+def avx_and_other_shards(tmp_path: Path) -> tuple[Store, dict[str, float]]:
+    """Two cost shards: "avx" (base, lto, and native built with AVX-512, left out of cost) and
+    "other" (base, pgo)."""
     store = Store(tmp_path / "s.sqlite")
     speeds = {**SPEEDS, "native": 1.05}
     shard_run(tmp_path, store, "avx", ["base", "lto", "native"], {"native": b"native with avx-512"}, speeds=speeds,
               avx512=("native",))
     shard_run(tmp_path, store, "other", ["base", "pgo"], {}, speeds=speeds)
+    return store, speeds
+
+
+def test_a_label_one_shard_could_not_measure_takes_another_shards_build_of_it(tmp_path, monkeypatch):
+    """-march=native on an AVX-512 CPU: that shard's cost leaves the build out. Merged alone, the
+    label stays, and the report says why it has no cost; merged with a shard that measured its own
+    build of it (another binary, another CPU), that one is the label's, not a second binary."""
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    store, speeds = avx_and_other_shards(tmp_path)
     alone = report.compute(store, merge.merge(store, ["avx", "other"], "alone", "test").run_id)
     assert "cost not measured for native: built with -march=native" in "\n".join(alone.facts)
     assert {r["build"]: r["cycles"] and r["cycles"].value for r in alone.table("builds").rows} == \
@@ -291,11 +298,7 @@ def test_a_fill_run_adds_only_what_the_shards_left_out(tmp_path, monkeypatch):
     """The -march=native piece on a CPU without AVX-512 measures builds some shards measured too, as
     other binaries: as a shard it is refused, as a fill it adds only the left-out label's cost."""
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
-    store = Store(tmp_path / "s.sqlite")
-    speeds = {**SPEEDS, "native": 1.05}
-    shard_run(tmp_path, store, "avx", ["base", "lto", "native"], {"native": b"with avx-512"}, speeds=speeds,
-              avx512=("native",))
-    shard_run(tmp_path, store, "other", ["base", "pgo"], {}, speeds=speeds)
+    store, speeds = avx_and_other_shards(tmp_path)
     shard_run(tmp_path, store, "piece", ["base", "lto", "native"], {"lto": b"lto built elsewhere", "native": b"n"},
               speeds={**speeds, "lto": 2.0})
     with pytest.raises(PgolabError, match="lto was measured with two binaries"):
