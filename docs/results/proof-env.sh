@@ -33,3 +33,31 @@ proof_steps() {   # KNOWN_STEP...
 piece_file() {   # NAME
   if [ -f "$OUT/$1" ]; then echo "$OUT/$1"; elif [ -f "$PROOF_DIR/$1" ]; then echo "$PROOF_DIR/$1"; else return 1; fi
 }
+
+# The newest run of $OUT/results.sqlite named PREFIX-{binaries}, exported to FILE.
+export_newest_run() {   # PREFIX FILE
+  local run
+  run=$($P report --store "$OUT/results.sqlite" --list | grep -o "$1-[0-9a-f]*" | tail -1)
+  $P export "$run" --store "$OUT/results.sqlite" -o "$2"
+}
+
+# Whether this CPU has AVX-512: valgrind 3.19 cannot run a -march=native build made here in cost mode.
+cpu_has_avx512() { grep -qw avx512f /proc/cpuinfo; }
+
+# A matrix's -march=native piece: rel_o2nofp and every published -march=native variant, cost only, on a
+# CPU without AVX-512 (a shard on a CPU with it leaves those builds out of cost; the merge takes this
+# piece as a --fill run). Output $OUT/STEM.run.gz (skipped once there), .txt, report folder and the
+# builds of SERVER (as `pgolab builds --server` takes it) in builds-STEM.md.
+native_piece() {   # STEM RUN_PREFIX SOURCE SERVER MATRIX_OPTION...
+  local stem=$1 prefix=$2 source=$3 server=$4 f native
+  shift 4
+  if cpu_has_avx512; then
+    echo "native: this CPU has AVX-512, which valgrind 3.19 cannot run; run this piece on one without" >&2; return 0
+  fi
+  if f=$(piece_file "$stem.run.gz"); then echo "native: done ($f), skipped"; return 0; fi
+  native=$($P variants --json | python3 -c 'import json,sys; print(",".join(v["name"] for v in json.load(sys.stdin) if "native" in v["name"]))')
+  $P matrix "$source" --variants "rel_o2nofp,$native" --base rel_o2nofp --measure cost "$@" --run "$prefix-{binaries}" \
+    --store "$OUT/results.sqlite" --out "$OUT/$stem" </dev/null > "$OUT/$stem.txt"
+  export_newest_run "$prefix" "$OUT/$stem.run.gz"
+  $P builds --markdown --server "$server" > "$OUT/builds-$stem.md"
+}

@@ -73,9 +73,7 @@ def check_targets(base: str, targets: list[BenchTarget]) -> str:
 def check_measurable(mode: str, base: str, labels: list[str], left_out: dict[str, str]) -> None:
     """A measure measures the targets it can, unless that leaves nothing to compare: the base, or
     every build, out of it."""
-    if not left_out:
-        return
-    if base in left_out or len([l for l in labels if l not in left_out]) < 2:
+    if left_out and (base in left_out or len(labels) - len(left_out) < 2):
         label = base if base in left_out else next(iter(left_out))
         raise PgolabError(f"{mode} of {label}: {left_out[label]}; nothing left to compare in {mode} mode",
                           hint=f"leave {mode} out of --measure, or build {label} so that {mode} mode can run it "

@@ -174,10 +174,11 @@ def per_cpu_names(name: str, models: list[str]) -> dict[str, str]:
     whose names differ only in punctuation or case get -2, -3 in the order given."""
     names: dict[str, str] = {}
     for model in models:
-        slug = f"{name}@{re.sub(r'[^a-z0-9]+', '-', model.lower()).strip('-')}"
-        taken = set(names.values())
-        names[model] = next(f"{slug}{suffix}" for suffix in ["", *(f"-{k}" for k in range(2, len(models) + 2))]
-                            if f"{slug}{suffix}" not in taken)
+        slug = candidate = f"{name}@{re.sub(r'[^a-z0-9]+', '-', model.lower()).strip('-')}"
+        k = 2
+        while candidate in names.values():
+            candidate, k = f"{slug}-{k}", k + 1
+        names[model] = candidate
     return names
 
 
@@ -192,9 +193,8 @@ def shard_facts(shard: Shard) -> ShardFacts:
     host = host_of(shard)
     records = [StoredTarget.of_row(t) for t in measured_targets(shard)]
     built = {t.label: t.description for t in records if isinstance(t.description, BuildRecord)}
-    times = sorted(s["created"] for s in shard.rows["samples"])
     return ShardFacts(shard.rows["run"]["name"], host.model(), host.describe(), shard.rows["run"]["created"],
-                      times[-1] if times else None, tuple(built),
+                      max((s["created"] for s in shard.rows["samples"]), default=None), tuple(built),
                       sum(r.build_seconds for r in built.values()) / 60 if built else None,
                       sum(r.build_cpu_seconds or 0 for r in built.values()) / 60 if built else None)
 
@@ -221,24 +221,22 @@ def merged_rows(shards: list[Shard], name: str, command: str, dropped: set[str] 
     options["modes"] = [m for m in options.get("modes", []) if m not in dropped]
     run.update(name=name, identity=json.dumps(identity), commands=json.dumps(notes), status="finished",
                options=json.dumps(options))
-    targets, samples, excluded = [], [], []
+    # Each label's target from the first shard that measured it; a label no shard measured stays, from
+    # its first shard, so the report still names it and says why.
+    targets: dict[str, dict] = {}
+    for t in [t for shard in shards for t in measured_targets(shard, dropped)] + \
+             [t for shard in shards for t in shard.rows["targets"]]:
+        targets.setdefault(t["label"], t)
+    samples, excluded = [], []
     for k, shard in enumerate(shards, start=1):
-        for t in measured_targets(shard, dropped):
-            if t["label"] not in [x["label"] for x in targets]:
-                targets.append(t)
         for s in shard.rows["samples"]:
             if s["mode"] not in dropped:
                 samples.append({**s, "instance": INSTANCE_STRIDE * k + s["instance"]})
         for e in shard.rows["excluded"]:
             if e["mode"] not in dropped:
                 excluded.append({**e, "instance": INSTANCE_STRIDE * k + e["instance"]})
-    # A label no shard measured stays, from its first shard, so the report still names it and why.
-    for shard in shards:
-        for t in shard.rows["targets"]:
-            if t["label"] not in [x["label"] for x in targets]:
-                targets.append(t)
-    targets.sort(key=lambda t: t["label"] != base)
-    return {"run": run, "targets": targets, "samples": samples, "excluded": excluded}
+    return {"run": run, "targets": sorted(targets.values(), key=lambda t: t["label"] != base),
+            "samples": samples, "excluded": excluded}
 
 
 def filling(filler: Shard, shards: list[Shard], base: str) -> Shard | None:

@@ -34,20 +34,9 @@ fi
 [[ $STEP == native || ( $STEP =~ ^[0-9]+$ && $STEP -ge 1 && $STEP -le $N ) ]] || {
   echo "error: PROOF_STEPS is a shard 1 to $N, native or merge" >&2; exit 2; }
 S=$($P source mariadb --version 10.11.18)
-# The -march=native builds' cost, on a CPU without AVX-512 (valgrind 3.19 cannot run it, so a shard on
-# such a CPU leaves them out of cost; merge takes this piece's builds of those labels instead).
 if [[ $STEP == native ]]; then
-  if grep -qw avx512f /proc/cpuinfo; then
-    echo "native: this CPU has AVX-512, which valgrind 3.19 cannot run; run this piece on one without" >&2; exit 0
-  fi
-  if f=$(piece_file shard-native-cost.run.gz); then echo "native: done ($f), skipped"; exit 0; fi
-  NATIVE=$($P variants --json | python3 -c 'import json,sys; print(",".join(v["name"] for v in json.load(sys.stdin) if "native" in v["name"]))')
-  $P matrix "$S" --variants "rel_o2nofp,$NATIVE" --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --measure cost \
-    --cost-scale 0.25 --cost-jobs 2 --suite full --run "mariadb-matrix-cost-native-{binaries}" --store "$OUT/results.sqlite" \
-    --out "$OUT/shard-native-cost" </dev/null > "$OUT/shard-native-cost.txt"
-  RUN=$($P report --store "$OUT/results.sqlite" --list | grep -o "mariadb-matrix-cost-native-[0-9a-f]*" | tail -1)
-  $P export "$RUN" --store "$OUT/results.sqlite" -o "$OUT/shard-native-cost.run.gz"
-  $P builds --markdown --server mariadb-10.11.18 > "$OUT/builds-shard-native.md"
+  native_piece shard-native-cost mariadb-matrix-cost-native "$S" mariadb-10.11.18 --binary distro=/usr/sbin/mariadbd \
+    --cost-scale 0.25 --cost-jobs 2 --suite full
   exit
 fi
 V=$($P variants --json | python3 -c 'import json,sys; print(",".join(v["name"] for v in json.load(sys.stdin)))')
@@ -65,7 +54,6 @@ for m in cost qps; do
   fi
   $P matrix "$S" "${COMMON[@]}" "${HOW[@]}" --run "mariadb-matrix-$m-shard$STEP-of-$N-{binaries}" \
     --out "$OUT/shard$STEP-$m" </dev/null > "$OUT/shard$STEP-$m.txt"
-  RUN=$($P report --store "$OUT/results.sqlite" --list | grep -o "mariadb-matrix-$m-shard$STEP-of-$N-[0-9a-f]*" | tail -1)
-  $P export "$RUN" --store "$OUT/results.sqlite" -o "$OUT/shard$STEP-$m.run.gz"
+  export_newest_run "mariadb-matrix-$m-shard$STEP-of-$N" "$OUT/shard$STEP-$m.run.gz"
 done
 $P builds --markdown --server mariadb-10.11.18 > "$OUT/builds-shard$STEP.md"

@@ -41,13 +41,12 @@ if f=$(piece_file shard$STEP.run.gz); then echo "shard $STEP of $N: done ($f), s
 # the shard's one build: such a shard waits for a CPU without it, and the queue goes on.
 BUILD=$("$(dirname "$P")/python" -c "import sys; from pgolab import matrix, variants
 print(matrix.shard_of([variants.parse(n) for n in sys.argv[1].split(',')], $STEP, $N)[0].name)" "$NON_PGO")
-if [[ $BUILD == *native* ]] && grep -qw avx512f /proc/cpuinfo; then
+if [[ $BUILD == *native* ]] && cpu_has_avx512; then
   echo "shard $STEP of $N ($BUILD): this CPU has AVX-512, which valgrind 3.19 cannot run; left for a CPU without it" >&2; exit 0
 fi
 S=$($P source mysql --version 9.7.2)
 $P matrix "$S" --variants "$NON_PGO" --base rel_o2nofp --measure cost,qps --suite full --instances 2 --blocks 3 \
   --seconds 1 --cost-jobs 2 --cost-scale 0.25 --shard "$STEP/$N" --run "mysql-table-shard$STEP-of-$N-{binaries}" \
   --store "$OUT/results.sqlite" --out "$OUT/shard$STEP" </dev/null > "$OUT/shard$STEP.txt"
-RUN=$($P report --store "$OUT/results.sqlite" --list | grep -o "mysql-table-shard$STEP-of-$N-[0-9a-f]*" | tail -1)
-$P export "$RUN" --store "$OUT/results.sqlite" -o "$OUT/shard$STEP.run.gz"
+export_newest_run "mysql-table-shard$STEP-of-$N" "$OUT/shard$STEP.run.gz"
 $P builds --markdown --server mysql-9.7.2 > "$OUT/builds-shard$STEP.md"

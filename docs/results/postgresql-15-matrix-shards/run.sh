@@ -22,19 +22,8 @@ if [[ $STEP == merge ]]; then
   $P merge "${FILES[@]}" "${FILL[@]}" --name pg15-matrix-cost-merged --store $OUT/merged.sqlite --out $OUT/merged </dev/null > $OUT/merged.txt
   exit
 fi
-# The -march=native builds' cost, on a CPU without AVX-512 (valgrind 3.19 cannot run it, so a shard on
-# such a CPU leaves them out of cost; merge takes this piece's builds of those labels instead).
 if [[ $STEP == native ]]; then
-  if grep -qw avx512f /proc/cpuinfo; then
-    echo "native: this CPU has AVX-512, which valgrind 3.19 cannot run; run this piece on one without" >&2; exit 0
-  fi
-  if f=$(piece_file shard-native.run.gz); then echo "native: done ($f), skipped"; exit 0; fi
-  NATIVE=$($P variants --json | python3 -c 'import json,sys; print(",".join(v["name"] for v in json.load(sys.stdin) if "native" in v["name"]))')
-  $P matrix postgresql=15 --variants "rel_o2nofp,$NATIVE" --base rel_o2nofp --measure cost --suite full \
-    --run "pg15-shard-native-{binaries}" --store $OUT/results.sqlite --out $OUT/shard-native </dev/null > $OUT/shard-native.txt
-  RUN=$($P report --store $OUT/results.sqlite --list | grep -o "pg15-shard-native-[0-9a-f]*" | tail -1)
-  $P export "$RUN" --store $OUT/results.sqlite -o $OUT/shard-native.run.gz
-  $P builds --markdown --server postgresql-15 > $OUT/builds-shard-native.md
+  native_piece shard-native pg15-shard-native postgresql=15 postgresql-15 --suite full
   exit
 fi
 # A shard whose run file is committed is done: the queue goes on to the next piece.
@@ -42,6 +31,5 @@ if f=$(piece_file shard$STEP.run.gz); then echo "shard $STEP of $N: done ($f), s
 $P matrix postgresql=15 --variants published --bolt --base rel_o2nofp --measure cost --suite full \
   --shard $STEP/$N --run "pg15-shard$STEP-of-$N-{binaries}" --store $OUT/results.sqlite --out $OUT/shard$STEP \
   </dev/null > $OUT/shard$STEP.txt
-RUN=$($P report --store $OUT/results.sqlite --list | grep -o "pg15-shard$STEP-of-$N-[0-9a-f]*" | tail -1)
-$P export "$RUN" --store $OUT/results.sqlite -o $OUT/shard$STEP.run.gz
+export_newest_run "pg15-shard$STEP-of-$N" "$OUT/shard$STEP.run.gz"
 $P builds --markdown --server postgresql-15 > $OUT/builds-shard$STEP.md
