@@ -240,7 +240,10 @@ def test_live_children_cpu_is_what_the_process_own_figure_leaves_out():
                                "c = subprocess.Popen([sys.executable, '-c', 'while True: pass']); "
                                "time.sleep(30)"])
     try:
-        time.sleep(1.5)
+        # Wait for the child's CPU, not a fixed time: on a loaded machine it got 0.49 s in 1.5 s.
+        deadline = time.monotonic() + 30
+        while live_children_cpu_seconds(parent.pid) <= 0.5 and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert sum(process_cpu_seconds(parent.pid)) < 0.3 and live_children_cpu_seconds(parent.pid) > 0.5
     finally:
         for child in child_pids(parent.pid):
