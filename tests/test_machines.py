@@ -13,14 +13,15 @@ from pgolab.record import BinaryInfo
 from pgolab.store import Store
 
 
-def _run(store, name, cpu, digest, cycles, options=None, suite="quick"):
+def _run(store, name, cpu, digest, cycles, options=None, suite="quick", description=None):
     run_id, _ = store.create_or_resume_run(
         name, server="mariadb", base="a", suite=suite, options=options or BenchOptions(modes=("cost",)),
         host=Host.from_dict({"cpu": cpu, "cpu_id": "cpu family 1", "cores": 2, "memory_gib": 1, "kernel": "k"}),
         identity={"suite": suite, "options": {"cost_scale": (options or BenchOptions()).cost_scale},
                   "host": {"cpu": cpu}, "targets": {"a": digest}, "cost_method": {"guest_cpu": cpu}},
         command="pgolab bench (test)")
-    store.add_target(run_id, "a", "binary", "/bin/a", digest, BinaryInfo("/bin/a", "", "a"))
+    description = description or BinaryInfo("/bin/a", "", "a")
+    store.add_target(run_id, "a", description.kind, "/bin/a", digest, description)
     for micro, value in cycles.items():
         store.add(run_id, Sample(Step("cost", micro, 1, 1, 0, "a"),
                                  {"cycles": value, "instructions": value / 2, "i1_misses": value / 100}, 1.0), "g")
@@ -133,3 +134,23 @@ def test_runs_are_compared_on_the_tests_every_run_measured_and_one_run_twice_is_
     assert model[0]["verdict"] == "(model: read its SD)"
     with pytest.raises(PgolabError, match="one run given twice"):
         merge.load(store, ["amd", "amd"])
+
+
+def test_a_build_whose_files_differ_in_symbol_names_only_is_one_binary(tmp_path):
+    """A clang ThinLTO build of one tree at two paths: two file digests, one digest of what it runs
+    (recorded since build.json version 9); another loaded digest, or none recorded, is still refused."""
+    from pgolab.record import BuildRecord, SourceInfo
+
+    def record(code):
+        return BuildRecord("a", "rel_lto_clang", "clang", "postgresql", SourceInfo(), {}, {}, "/b/postgres", "/i", "/l",
+                           code_digest=code)
+
+    store = Store(tmp_path / "s.sqlite")
+    for name, cpu, digest, code in (("amd", "AMD EPYC", "d" * 64, "c" * 64), ("intel", "Intel Xeon", "e" * 64, "c" * 64),
+                                    ("other", "Intel Xeon", "f" * 64, "9" * 64), ("old", "Intel Xeon", "0" * 64, None)):
+        _run(store, name, cpu, digest, {"point-1/point-query": 1000.0}, description=record(code))
+    data = machines.compare(merge.load(store, ["amd", "intel"]), "a")
+    assert f"a: loaded sha256 {'c' * 12} (file sha256 {'d' * 12}, {'e' * 12}" in data.facts[0]
+    for other in ("other", "old"):
+        with pytest.raises(PgolabError, match="not one binary"):
+            machines.compare(merge.load(store, ["amd", other]), "a")

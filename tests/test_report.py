@@ -380,3 +380,14 @@ def test_a_pooled_instance_variance_of_under_one_degree_of_freedom_is_not_printe
     noise = dict(data.notes)["Noise"]
     assert "0 df" not in noise and "pooled over the suite" not in noise
     assert "next to nothing to pool" in noise and component.rows[0]["qps"].low is not None
+
+
+def test_the_builds_list_gives_the_file_and_the_loaded_digest():
+    from pgolab.record import BuildRecord, SourceInfo
+    from pgolab.report.tables import builds_list_table
+    new = BuildRecord("a", "rel_lto_clang", "clang", "postgresql", SourceInfo(), {}, {}, "/b/postgres", "/i", "/l",
+                      binary_digest="d" * 64, code_digest="c" * 64)
+    old = BuildRecord("b", "rel", "gcc", "postgresql", SourceInfo(), {}, {}, "/b/postgres", "/i", "/l",
+                      binary_digest="e" * 64)
+    rows = builds_list_table([new, old], "builds").rows
+    assert [r["sha256"] for r in rows] == [f"{'d' * 12} / {'c' * 12}", f"{'e' * 12} / -"]

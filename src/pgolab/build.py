@@ -337,6 +337,7 @@ class Pipeline:
             huge_code_kib=phases.get("smoke", {}).get("huge_code_kib"),
             code_bytes=elf.code_bytes(binary) if binary.exists() else None,
             binary_digest=file_digest(binary) if binary.exists() else None,
+            code_digest=elf.loaded_digest(binary) if binary.exists() else None,
             native_avx512=self.toolchain.native_avx512() if self.variant.native else None,
             bolt={k: phases[k] for k in ("bolt-merge", "bolt-optimize") if k in phases} or None,
             profile_check=json.loads(check.read_text()) if check.exists() else None,

@@ -4,6 +4,7 @@ needs, without binutils."""
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,9 +16,13 @@ class Section:
     size: int
     executable: bool
     offset: int = 0
+    loaded: bool = False     # SHF_ALLOC: part of the running image (not .symtab, .strtab, debug info)
+    has_bytes: bool = True   # not SHT_NOBITS (.bss holds a size, no bytes)
 
 
+SHF_ALLOC = 0x2
 SHF_EXECINSTR = 0x4
+SHT_NOBITS = 8
 
 
 def sections(path: Path) -> list[Section]:
@@ -37,11 +42,11 @@ def sections(path: Path) -> list[Section]:
     out = []
     for i in range(shnum):
         entry = i * shentsize
-        name_off, = struct.unpack_from("<I", table, entry)
+        name_off, kind = struct.unpack_from("<II", table, entry)
         flags, = struct.unpack_from("<Q", table, entry + 0x08)
         offset, size = struct.unpack_from("<QQ", table, entry + 0x18)
         name = names[name_off:names.index(b"\0", name_off)].decode(errors="replace")
-        out.append(Section(name, size, bool(flags & SHF_EXECINSTR), offset))
+        out.append(Section(name, size, bool(flags & SHF_EXECINSTR), offset, bool(flags & SHF_ALLOC), kind != SHT_NOBITS))
     return out
 
 
@@ -52,6 +57,28 @@ def section_names(path: Path) -> list[str]:
 def code_bytes(path: Path) -> int:
     """Bytes of executable sections (.text, .text.hot, .plt, BOLT's .text.cold, ...)."""
     return sum(s.size for s in sections(path) if s.executable)
+
+
+# The linker's hash of the whole output, symbol names included: not part of what the code is.
+BUILD_ID_NOTE = ".note.gnu.build-id"
+
+
+def loaded_digest(path: Path) -> str:
+    """sha256 of what a binary runs: every section loaded into memory (name, size, bytes), the build
+    ID left out. Two binaries with one such digest and two file digests differ only in what is not
+    loaded, such as symbol names: clang's ThinLTO names the local functions it promotes after a hash of
+    their module, whose source file path it keeps whatever -ffile-prefix-map says, so a tree at
+    another path gives other names (and another build ID) around the same code."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for s in sections(path):
+            if not s.loaded or s.name == BUILD_ID_NOTE:
+                continue
+            digest.update(f"{s.name}\0{s.size}\0".encode())
+            if s.has_bytes:
+                f.seek(s.offset)
+                digest.update(f.read(s.size))
+    return digest.hexdigest()
 
 
 DT_NEEDED = 1

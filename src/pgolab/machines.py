@@ -5,8 +5,9 @@ machine-to-machine component (the spread of the ratio between machines, beside e
 
 Cost mode simulates one fixed machine, so a binary's figures should not depend on the host valgrind ran
 on; this shows how far they do. The runs must be one experiment but for their targets, hosts and suites
-(the same options and cache geometry; the tests they share are compared), and the label one binary (one sha256) in every run: two
-builds that differ are a build question, not a machine's.
+(the same options and cache geometry; the tests they share are compared), and the label one binary in every run
+(one sha256, or one sha256 of what it runs where only symbol names differ): two builds that differ in code
+are a build question, not a machine's.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from .document import Column, Report, Table
 from .errors import PgolabError
 from .host import Host
 from .measurement import figures
-from .store import Store
+from .record import BuildRecord
+from .store import Store, StoredTarget
 
 COST = "cost"
 # What may differ between the runs of one experiment on two machines: the targets and the base they
@@ -35,12 +37,27 @@ SUITE_KEYS = ("suite", "micros", "options.suite", "options.modes", *(f"options.{
     "slice_seconds", "instances", "blocks", "max_instances", "target_ci", "pair_budget_s", "warmup_seconds", "pin")))
 
 
-def _digest(shard: merge.Shard, label: str) -> str:
-    found = next((t["binary_digest"] for t in shard.rows["targets"] if t["label"] == label), None)
+def _target(shard: merge.Shard, label: str) -> StoredTarget:
+    found = next((t for t in shard.rows["targets"] if t["label"] == label), None)
     if found is None:
         labels = ", ".join(sorted(t["label"] for t in shard.rows["targets"]))
         raise PgolabError(f"{shard.name} has no target {label!r}", hint=f"its targets: {labels}")
-    return found
+    return StoredTarget.of_row(found)
+
+
+def one_binary(shards: list[merge.Shard], label: str) -> str | None:
+    """How `label` is one binary in every run: one file sha256, or else one sha256 of what it runs
+    (elf.loaded_digest: a clang ThinLTO build of one tree at two paths differs in symbol names only);
+    None when it is neither."""
+    targets = [_target(s, label) for s in shards]
+    files = sorted({t.binary_digest[:12] for t in targets})
+    if len(files) == 1:
+        return f"sha256 {files[0]}"
+    codes = {t.description.code_digest if isinstance(t.description, BuildRecord) else None for t in targets}
+    if len(codes) == 1 and None not in codes:
+        return (f"loaded sha256 {codes.pop()[:12]} (file sha256 {', '.join(files)}: they differ in what is "
+                f"not loaded, symbol names and build ID)")
+    return None
 
 
 def host_differences(shards: list[merge.Shard]) -> list[str]:
@@ -53,9 +70,9 @@ def host_differences(shards: list[merge.Shard]) -> list[str]:
 
 
 def compare(shards: list[merge.Shard], label: str, bound: float = merge.CROSS_MACHINE_BOUND) -> Report:
-    digests = {s.name: _digest(s, label) for s in shards}
-    if len(set(digests.values())) > 1:
-        listed = ", ".join(f"{name}: {d[:12]}" for name, d in digests.items())
+    same = one_binary(shards, label)
+    if same is None:
+        listed = ", ".join(f"{s.name}: {_target(s, label).binary_digest[:12]}" for s in shards)
         raise PgolabError(f"{label} is not one binary in these runs ({listed})",
                           hint="rebuild it identically (same source, variant and toolchain) on each machine")
     differing = host_differences(shards)
@@ -77,7 +94,7 @@ def compare(shards: list[merge.Shard], label: str, bound: float = merge.CROSS_MA
         rows.append(row)
     cycles = [r for r in rows if r["figure"] == "cycles"]
     held = sum(r["within"] == "yes" for r in cycles)
-    facts = [f"{label}: sha256 {next(iter(digests.values()))[:12]} in every run"]
+    facts = [f"{label}: {same} in every run"]
     facts += [f"{n}: run {s.rows['run']['name']} ({s.rows['run']['created'][:10]}) on {h.describe()}"
               for n, s, h in zip(names, shards, hosts)]
     facts.append(f"estimated cycles within the bound in {held} of {len(cycles)} tests")
@@ -103,9 +120,9 @@ def ratio_base(shards: list[merge.Shard], label: str) -> tuple[str | None, str]:
     base = bases.pop()
     if base == label:
         return None, f"{label} is the runs' base: no ratio is compared"
-    digests = {_digest(s, base) for s in shards}
-    if len(digests) > 1:
-        return None, (f"the base {base} is another binary in some run ({', '.join(sorted(d[:12] for d in digests))}): "
+    if one_binary(shards, base) is None:
+        digests = sorted({_target(s, base).binary_digest[:12] for s in shards})
+        return None, (f"the base {base} is another binary in some run ({', '.join(digests)}): "
                       f"its ratios are not compared across machines")
     return base, ""
 

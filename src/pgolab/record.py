@@ -20,9 +20,9 @@ from .stored import known_fields
 
 RECORD_FILE = "build.json"
 # build.json's format: 1 had no version field; 2 adds it; 3 adds code_bytes and bolt; 4 adds
-# binary_digest; 5 adds distribution; 6 adds replicate and layout_seed; 7 adds engines; 8 adds huge_code_kib. A newer file is
-# refused, not misread.
-RECORD_VERSION = 8
+# binary_digest; 5 adds distribution; 6 adds replicate and layout_seed; 7 adds engines; 8 adds huge_code_kib; 9 adds code_digest. A newer
+# file is refused, not misread.
+RECORD_VERSION = 9
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,9 @@ class BuildRecord:
     # sha256 of the server binary: "the same build" is this digest, wherever it was built (None
     # before version 4)
     binary_digest: str | None = None
+    # sha256 of what the binary runs (elf.loaded_digest; None before version 9): equal where the file
+    # digests differ only in symbol names, as clang ThinLTO builds of one tree at two paths do.
+    code_digest: str | None = None
     # The AVX-512 extensions -march=native turned on where it was built ([] none; None: not a native
     # build, or recorded before this field): code callgrind cannot run.
     native_avx512: list[str] | None = None

@@ -500,12 +500,16 @@ def builds_list_table(records: list[BuildRecord], title: str) -> Table:
                      "training": r.training or "-",
                      "profile_used": f"{used.with_profile}/{used.objects} objects" if used else "-",
                      "bolt": bolt_summary(r.bolt_stats) or "-", "smoke": (r.smoke or "-")[:40],
+                     "sha256": " / ".join(d[:12] if d else "-" for d in (r.binary_digest, r.code_digest)),
                      "binary": r.server_binary})
     return Table("build_list", title,
                  [Column("build", "build"), Column("source", "source"), Column("what", "what"),
                   Column("wall_min", "wall min"), Column("cpu_min", "CPU min"), Column("code_mib", "code MiB"),
                   Column("training", "training"), Column("profile_used", "profile used"), Column("bolt", "BOLT"),
-                  Column("smoke", "smoke answer"), Column("binary", "server binary")], rows)
+                  Column("smoke", "smoke answer"), Column("sha256", "sha256 file / loaded"),
+                  Column("binary", "server binary")], rows,
+                 note="sha256 loaded: of the sections the binary runs, without symbol names and build ID "
+                      "(elf.loaded_digest); where two builds share it and not the file's, only those differ.")
 
 
 def build_cost_table(targets: list[StoredTarget], base: str) -> Table | None:
