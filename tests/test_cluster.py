@@ -132,6 +132,7 @@ def test_a_postgresql_matrix_on_a_scheduler_and_two_workers_with_homes_of_their_
         assert records[0].server_binary != records[1].server_binary
         assert records[0].binary_digest, "build.json records the binary's digest"
         assert records[0].binary_digest == records[1].binary_digest, "the two workers' bases differ"
+        assert records[0].code_digest and records[0].code_digest == records[1].code_digest
         store = Store(tmp_path / "client.sqlite")
         rows = {r["build"]: r for r in report.compute(store, "ci-cluster").table("builds").rows}
         assert set(rows) == {"rel_o2nofp_native", "rel_o2nofp_clang"}

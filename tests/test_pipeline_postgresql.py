@@ -352,6 +352,7 @@ def test_cost_mode_on_postgresql_builds(pg_tree, tmp_path, monkeypatch):
     first, second = (BuildRecord.find(label, pg_tree.path) for label in ("rel_pgo_use", "rel_pgo_use+r2"))
     assert (first.replicate, second.replicate) == (1, 2) and first.layout_seed is None
     assert second.layout_seed.startswith("link-order shuffle") and second.binary_digest != first.binary_digest
+    assert second.code_digest != first.code_digest, "another link order moves the code: what it runs differs"
     assert "COMPILER_PATH" in second.layout_seed and not second.flags["final"]["link"]
     from pgolab import replicates
     links = replicates.links_made(Path(second.server_binary).parents[3] / "final" / "layout-seed")
