@@ -141,16 +141,18 @@ def test_a_build_whose_files_differ_in_symbol_names_only_is_one_binary(tmp_path)
     (recorded since build.json version 9); another loaded digest, or none recorded, is still refused."""
     from pgolab.record import BuildRecord, SourceInfo
 
-    def record(code):
+    def record(digest, code):
         return BuildRecord("a", "rel_lto_clang", "clang", "postgresql", SourceInfo(), {}, {}, "/b/postgres", "/i", "/l",
-                           code_digest=code)
+                           binary_digest=digest, code_digest=code)
 
     store = Store(tmp_path / "s.sqlite")
     for name, cpu, digest, code in (("amd", "AMD EPYC", "d" * 64, "c" * 64), ("intel", "Intel Xeon", "e" * 64, "c" * 64),
                                     ("other", "Intel Xeon", "f" * 64, "9" * 64), ("old", "Intel Xeon", "0" * 64, None)):
-        _run(store, name, cpu, digest, {"point-1/point-query": 1000.0}, description=record(code))
+        _run(store, name, cpu, digest, {"point-1/point-query": 1000.0}, description=record(digest, code))
+    # A record whose file is not the one the run measured vouches for nothing.
+    _run(store, "stale", "Intel Xeon", "1" * 64, {"point-1/point-query": 1000.0}, description=record("2" * 64, "c" * 64))
     data = machines.compare(merge.load(store, ["amd", "intel"]), "a")
     assert f"a: loaded sha256 {'c' * 12} (file sha256 {'d' * 12}, {'e' * 12}" in data.facts[0]
-    for other in ("other", "old"):
+    for other in ("other", "old", "stale"):
         with pytest.raises(PgolabError, match="not one binary"):
             machines.compare(merge.load(store, ["amd", other]), "a")

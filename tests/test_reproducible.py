@@ -94,5 +94,6 @@ def test_clang_thinlto_at_two_tree_paths_differs_in_symbol_names_only(tmp_path):
 
     one, two = link(tmp_path / "one"), link(tmp_path / "two" / "deeper")
     assert one.read_bytes() != two.read_bytes()
-    assert elf.loaded_digest(one) == elf.loaded_digest(two)
+    assert elf.loaded_digest(one) is not None and elf.loaded_digest(one) == elf.loaded_digest(two)
+    assert elf.loaded_digest(tmp_path / "one" / "src" / "a.c") is None     # not an ELF file: no digest
     assert elf.loaded_digest(link(tmp_path / "three", factor=9)) != elf.loaded_digest(one)

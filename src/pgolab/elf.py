@@ -18,6 +18,9 @@ class Section:
     offset: int = 0
     loaded: bool = False     # SHF_ALLOC: part of the running image (not .symtab, .strtab, debug info)
     has_bytes: bool = True   # not SHT_NOBITS (.bss holds a size, no bytes)
+    address: int = 0         # sh_addr
+    kind: int = 0            # sh_type
+    flags: int = 0           # sh_flags
 
 
 SHF_ALLOC = 0x2
@@ -44,9 +47,10 @@ def sections(path: Path) -> list[Section]:
         entry = i * shentsize
         name_off, kind = struct.unpack_from("<II", table, entry)
         flags, = struct.unpack_from("<Q", table, entry + 0x08)
-        offset, size = struct.unpack_from("<QQ", table, entry + 0x18)
+        address, offset, size = struct.unpack_from("<QQQ", table, entry + 0x10)
         name = names[name_off:names.index(b"\0", name_off)].decode(errors="replace")
-        out.append(Section(name, size, bool(flags & SHF_EXECINSTR), offset, bool(flags & SHF_ALLOC), kind != SHT_NOBITS))
+        out.append(Section(name, size, bool(flags & SHF_EXECINSTR), offset, bool(flags & SHF_ALLOC), kind != SHT_NOBITS,
+                           address, kind, flags))
     return out
 
 
@@ -63,18 +67,26 @@ def code_bytes(path: Path) -> int:
 BUILD_ID_NOTE = ".note.gnu.build-id"
 
 
-def loaded_digest(path: Path) -> str:
-    """sha256 of what a binary runs: every section loaded into memory (name, size, bytes), the build
-    ID left out. Two binaries with one such digest and two file digests differ only in what is not
-    loaded, such as symbol names: clang's ThinLTO names the local functions it promotes after a hash of
-    their module, whose source file path it keeps whatever -ffile-prefix-map says, so a tree at
-    another path gives other names (and another build ID) around the same code."""
+def loaded_digest(path: Path) -> str | None:
+    """sha256 of what a binary runs: its entry point, its program headers and every section loaded into
+    memory (name, address, type, flags, size, bytes), the build ID left out; None for a file with no
+    loaded section pgolab can read. Two binaries with one such digest and two file digests differ in
+    their symbol table, debug information or build ID alone: clang's ThinLTO names the hidden local
+    functions it promotes after a hash of their module, whose source file path it keeps whatever
+    -ffile-prefix-map says, so a tree at another path gives other names (and another build ID) around
+    the same code. (Exported names are in .dynsym, which is loaded, so they count.)"""
+    loaded = [s for s in sections(path) if s.loaded and s.name != BUILD_ID_NOTE]
+    if not loaded:
+        return None
     digest = hashlib.sha256()
     with open(path, "rb") as f:
-        for s in sections(path):
-            if not s.loaded or s.name == BUILD_ID_NOTE:
-                continue
-            digest.update(f"{s.name}\0{s.size}\0".encode())
+        head = f.read(64)
+        entry, phoff = struct.unpack_from("<QQ", head, 0x18)
+        phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
+        f.seek(phoff)
+        digest.update(struct.pack("<Q", entry) + f.read(phentsize * phnum))
+        for s in loaded:
+            digest.update(f"{s.name}\0{s.address}\0{s.kind}\0{s.flags}\0{s.size}\0".encode())
             if s.has_bytes:
                 f.seek(s.offset)
                 digest.update(f.read(s.size))

@@ -47,16 +47,21 @@ def _target(shard: merge.Shard, label: str) -> StoredTarget:
 
 def one_binary(shards: list[merge.Shard], label: str) -> str | None:
     """How `label` is one binary in every run: one file sha256, or else one sha256 of what it runs
-    (elf.loaded_digest: a clang ThinLTO build of one tree at two paths differs in symbol names only);
-    None when it is neither."""
+    (elf.loaded_digest, recorded since build.json version 9 and trusted only for the file the run
+    measured: a clang ThinLTO build of one tree at two paths differs in symbol names alone); None when
+    it is neither, or a run stored no digest."""
     targets = [_target(s, label) for s in shards]
-    files = sorted({t.binary_digest[:12] for t in targets})
+    files = {t.binary_digest for t in targets}
+    if "" in files:
+        return None
     if len(files) == 1:
-        return f"sha256 {files[0]}"
-    codes = {t.description.code_digest if isinstance(t.description, BuildRecord) else None for t in targets}
+        return f"sha256 {files.pop()[:12]}"
+    codes = {t.description.code_digest
+             if isinstance(t.description, BuildRecord) and t.description.binary_digest == t.binary_digest else None
+             for t in targets}
     if len(codes) == 1 and None not in codes:
-        return (f"loaded sha256 {codes.pop()[:12]} (file sha256 {', '.join(files)}: they differ in what is "
-                f"not loaded, symbol names and build ID)")
+        return (f"loaded sha256 {codes.pop()[:12]} (file sha256 {', '.join(sorted(d[:12] for d in files))}: "
+                f"they differ in their symbol table, debug information or build ID alone)")
     return None
 
 
@@ -74,7 +79,9 @@ def compare(shards: list[merge.Shard], label: str, bound: float = merge.CROSS_MA
     if same is None:
         listed = ", ".join(f"{s.name}: {_target(s, label).binary_digest[:12]}" for s in shards)
         raise PgolabError(f"{label} is not one binary in these runs ({listed})",
-                          hint="rebuild it identically (same source, variant and toolchain) on each machine")
+                          hint="rebuild it identically (same source, variant and toolchain) on each machine; a "
+                               "clang LTO build of a tree at another path is one binary by the digest of what it "
+                               "runs, which build.json records since pgolab's record version 9")
     differing = host_differences(shards)
     keys = tuple(f.key for f in figures(COST))
     per_run = {s.name: merge.cost_per_query(s, label, keys) for s in shards}

@@ -25,16 +25,31 @@ if [[ $STEPS == *" build "* ]]; then
   $P build "$S" --variant rel_lto_pgo_use_clang --profile $PROFILE </dev/null
   $P builds --markdown --server postgresql-15 > "$OUT/builds.md"
 fi
-# The PGO build from the same profile and a copy of the tree at another path (another home's sources):
-# each binary's file sha256, its loaded sha256 (elf.loaded_digest) and its ThinLTO-promoted names.
+# rel_o2nofp (gcc) and the PGO build (clang ThinLTO, the same profile) from a copy of the tree at another
+# path (another home's sources): each binary's file sha256, its loaded sha256 (elf.loaded_digest), its
+# names with ThinLTO's .llvm.<hash> suffix, and which of its loaded sections' bytes equal this home's.
 if [[ $STEPS == *" paths "* ]]; then
   OTHER=${THREE_MACHINES_OTHER_HOME:-/var/cache/pgolab-three-machines}
   S2=$(PGOLAB_HOME=$OTHER $P source postgresql --version 15)
-  PGOLAB_HOME=$OTHER $P build "$S2" --variant rel_lto_pgo_use_clang --profile $PROFILE </dev/null >/dev/null
-  for pair in "$PGOLAB_HOME $S" "$OTHER $S2"; do
-    set -- $pair
-    b=$(PGOLAB_HOME=$1 binary_of rel_lto_pgo_use_clang "$2")
-    echo "tree $2: file $(sha256sum "$b" | cut -c1-12), loaded $(loaded "$b"), $(nm "$b" | grep -c '\.llvm\.') names with .llvm.<hash>, first: $(nm "$b" | grep -m1 -o '[^ ]*\.llvm\.[0-9]*')"
+  for label in rel_o2nofp rel_lto_pgo_use_clang; do
+    PGOLAB_HOME=$OTHER $P build "$S2" --variant $label $([ $label = rel_lto_pgo_use_clang ] && echo --profile $PROFILE) \
+      </dev/null >/dev/null
+  done
+  TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
+  for label in rel_o2nofp rel_lto_pgo_use_clang; do
+    mine=$(binary_of $label "$S"); theirs=$(PGOLAB_HOME=$OTHER binary_of $label "$S2")
+    echo "$label: tree $S here, $S2 there"
+    for b in "$mine" "$theirs"; do
+      echo "  $b: file $(sha256sum "$b" | cut -c1-12), loaded $(loaded "$b"), $(nm "$b" | grep -c '\.llvm\.') names with .llvm.<hash>"
+    done
+    same=(); differ=()
+    for sec in $("$(dirname "$P")/python" -c 'import sys; from pgolab import elf
+print(" ".join(s.name for s in elf.sections(sys.argv[1]) if s.loaded and s.has_bytes))' "$mine"); do
+      objcopy -O binary --only-section="$sec" "$mine" "$TMP/a" 2>/dev/null; objcopy -O binary --only-section="$sec" "$theirs" "$TMP/b" 2>/dev/null
+      if cmp -s "$TMP/a" "$TMP/b"; then same+=("$sec"); else differ+=("$sec"); fi
+    done
+    echo "  loaded sections with the same bytes: ${same[*]}"
+    echo "  loaded sections that differ: ${differ[*]:-none}"
   done > "$OUT/paths.txt"
 fi
 # Each label's sha256 here and in the two earlier proofs' stores; a label that differs from the family-25

@@ -508,8 +508,9 @@ def builds_list_table(records: list[BuildRecord], title: str) -> Table:
                   Column("training", "training"), Column("profile_used", "profile used"), Column("bolt", "BOLT"),
                   Column("smoke", "smoke answer"), Column("sha256", "sha256 file / loaded"),
                   Column("binary", "server binary")], rows,
-                 note="sha256 loaded: of the sections the binary runs, without symbol names and build ID "
-                      "(elf.loaded_digest); where two builds share it and not the file's, only those differ.")
+                 note="sha256 loaded: of what the binary runs (entry point, program headers, loaded sections), "
+                      "without the symbol table, debug information and build ID (elf.loaded_digest); where two "
+                      "builds share it and not the file's, only those differ.")
 
 
 def build_cost_table(targets: list[StoredTarget], base: str) -> Table | None:
