@@ -16,14 +16,13 @@ export PGOLAB_HOME=${PGOLAB_HOME:-/var/cache/pgolab}
 CODE=$PGOLAB_HOME/proof-code
 PROOFS=$PGOLAB_HOME/proofs
 # The open pieces, each sized to one 3-hour session on a new machine, in the order the issues rank
-# them: the 4th MySQL PGO build (issue 31, two pieces), the PostgreSQL and MariaDB matrices in shards
+# them: the PostgreSQL and MariaDB matrices in shards
 # (issue 30), the MySQL table's shards (issue 31), MySQL training, then issue 35's layout proof. A
 # shard whose run file is committed is skipped, so a bare `queue.sh` goes on where the committed work
 # stops; remove a finished proof from this list (on a new machine it would build and measure anew).
 # A piece that needs a CPU without AVX-512 (the -march=native builds' cost) says so and is passed over.
 # FOLDER@STEPS runs only those steps of a folder's run.sh (PROOF_STEPS).
-ORDER=(mysql-9.7-lto-pgo-gcc
-       postgresql-15-matrix-shards@{1..6} postgresql-15-matrix-shards@native postgresql-15-matrix-shards@merge
+ORDER=(postgresql-15-matrix-shards@{1..6} postgresql-15-matrix-shards@native postgresql-15-matrix-shards@merge
        mariadb-10.11-matrix@{1..7} mariadb-10.11-matrix@native mariadb-10.11-matrix@merge
        mysql-9.7-table@{1..15} mysql-9.7-table@merge
        mysql-9.7-training mariadb-10.11-layout)
