@@ -23,7 +23,6 @@ from .document import Column, Report, Table
 from .errors import PgolabError
 from .host import Host
 from .measurement import figures
-from .record import BuildRecord
 from .store import Store, StoredTarget
 
 COST = "cost"
@@ -56,9 +55,7 @@ def one_binary(shards: list[merge.Shard], label: str) -> str | None:
         return None
     if len(files) == 1:
         return f"sha256 {files.pop()[:12]}"
-    codes = {t.description.code_digest
-             if isinstance(t.description, BuildRecord) and t.description.binary_digest == t.binary_digest else None
-             for t in targets}
+    codes = {t.code_digest for t in targets}
     if len(codes) == 1 and None not in codes:
         return (f"loaded sha256 {codes.pop()[:12]} (file sha256 {', '.join(sorted(d[:12] for d in files))}: "
                 f"they differ in their symbol table, debug information or build ID alone)")

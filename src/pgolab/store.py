@@ -19,7 +19,7 @@ from . import paths
 from .errors import PgolabError
 from .host import Host
 from .measurement import BenchOptions, Sample, Step, figures
-from .record import TargetDescription, load_description
+from .record import BuildRecord, TargetDescription, load_description
 from .stored import known_fields
 
 STORE_VERSION = 2
@@ -179,6 +179,13 @@ class StoredTarget:
     server_binary: str
     binary_digest: str
     description: TargetDescription
+
+    @property
+    def code_digest(self) -> str | None:
+        """sha256 of what the measured binary runs (elf.loaded_digest), from its build record when that
+        record is of this very file; None for a binary pgolab did not build or a record before version 9."""
+        d = self.description
+        return d.code_digest if isinstance(d, BuildRecord) and d.binary_digest == self.binary_digest else None
 
     @classmethod
     def of_row(cls, row: sqlite3.Row) -> "StoredTarget":
