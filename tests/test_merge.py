@@ -8,19 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from pgolab import bench, matrix, merge, report, runfile
+from pgolab import bench, elf, matrix, merge, report, runfile
 from pgolab.errors import PgolabError
 from pgolab.fleet import BenchTarget
 from pgolab.host import Host
 from pgolab.measurement import BenchOptions, Sample
 from pgolab.measures.qps import QpsMeasure
 from pgolab.record import BinaryInfo, BuildRecord, SourceInfo
+from pgolab.sources import file_digest
 from pgolab.store import Store
 from pgolab.toolchains import compiler_family
 from pgolab.variants import parse
 
 from test_measures import FakeExecutor, FakeFleet, FakeInstallation
 from test_runfile import FakeCost, FakeCostExecutor
+from thinlto import link_thinlto
 
 OPTIONS = BenchOptions(suite="quick", modes=("cost",), cost_write_repeats=2)
 
@@ -100,15 +102,21 @@ class ShardQps(QpsMeasure):
 
 
 def shard_run(tmp_path: Path, store: Store, name: str, labels: list[str], binaries: dict[str, bytes],
-              speeds=SPEEDS, options=OPTIONS, measures=None, avx512: tuple[str, ...] = ()) -> None:
+              speeds=SPEEDS, options=OPTIONS, measures=None, avx512: tuple[str, ...] = (),
+              built: tuple[str, ...] = ()) -> None:
     """One shard's run of fake binaries; the `avx512` labels are -march=native builds that turned
-    AVX-512 on, which cost mode leaves out."""
+    AVX-512 on, which cost mode leaves out; the `built` ones carry the build record pgolab writes of
+    their file (its sha256 and the sha256 of what it runs)."""
     targets = []
     for label in labels:
         binary = tmp_path / name / label
         binary.parent.mkdir(parents=True, exist_ok=True)
         binary.write_bytes(binaries.get(label, label.encode()))
-        if label in avx512:
+        if label in built:
+            record = BuildRecord(label, label, "clang", "postgresql", SourceInfo(), {}, {}, str(binary), "/i", "/l",
+                                 binary_digest=file_digest(binary), code_digest=elf.loaded_digest(binary))
+            targets.append(BenchTarget(label, BuildRecord.kind, FakeInstallation(binary), record))
+        elif label in avx512:
             record = BuildRecord(label, label, "native", "postgresql", SourceInfo(), {}, {}, str(binary), "/i", "/l",
                                  native_avx512=["avx512f"])
             targets.append(BenchTarget(label, BuildRecord.kind, FakeInstallation(binary), record))
@@ -160,6 +168,33 @@ def test_merge_refuses_shards_that_are_not_one_experiment(tmp_path, monkeypatch)
         merge.merge(store, ["a", "twice"], "m4", "test")
     with pytest.raises(PgolabError, match="2 shards or more"):
         merge.merge(store, ["a"], "m5", "test")
+
+
+def test_a_clang_thinlto_build_of_one_tree_at_two_paths_is_one_binary_in_a_merge(tmp_path, monkeypatch):
+    """Two shards built one tree at two paths with clang ThinLTO (real clang-16 links): the files differ
+    in symbol names, what they run does not, so the base is one anchor whatever it costs in each shard,
+    and the build is one label; the merged run says so. Another code under that label is refused,
+    naming each shard's file and code digest."""
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    one, two, other = (link_thinlto(tmp_path / "one"), link_thinlto(tmp_path / "two" / "deeper"),
+                       link_thinlto(tmp_path / "three", factor=9))
+    store = Store(tmp_path / "s.sqlite")
+    shard_run(tmp_path, store, "a", ["base", "lto"], {"base": one.read_bytes(), "lto": one.read_bytes()},
+              built=("base", "lto"))
+    # The base costs 5 % more here: were it not one binary by its code, the anchor check would refuse it.
+    shard_run(tmp_path, store, "b", ["base", "lto"], {"base": two.read_bytes(), "lto": two.read_bytes()},
+              speeds={**SPEEDS, "base": 0.95}, built=("base", "lto"))
+    run_id = merge.merge(store, ["a", "b"], "m", "test").run_id
+    code = elf.loaded_digest(one)[:12]
+    notes = store.run("m").commands
+    assert any(n.startswith(f"the base base: loaded sha256 {code}") for n in notes)
+    assert any(n.startswith(f"lto: loaded sha256 {code}") for n in notes)
+    assert {t.binary_digest for t in store.targets(run_id)} == {file_digest(one)}
+    shard_run(tmp_path, store, "c", ["base", "lto"], {"base": one.read_bytes(), "lto": other.read_bytes()},
+              built=("base", "lto"))
+    with pytest.raises(PgolabError, match=rf"lto was measured with two binaries \(a: {file_digest(one)[:12]} "
+                                          rf"\(loaded {code}\), c: {file_digest(other)[:12]} \(loaded "):
+        merge.merge(store, ["a", "c"], "m2", "test")
 
 
 def test_shards_on_two_cpu_models_merge_their_cost_and_keep_each_models_qps_apart(tmp_path, monkeypatch):

@@ -6,6 +6,8 @@ import pytest
 
 from pgolab import reproducible
 
+from thinlto import link_thinlto
+
 
 def test_the_date_of_a_debian_changelog_is_the_build_date():
     text = ("postgresql-15 (15.18-0+deb12u1) bookworm-security; urgency=medium\n\n  * New upstream release.\n\n"
@@ -69,31 +71,13 @@ def test_clang_thinlto_at_two_tree_paths_differs_in_symbol_names_only(tmp_path):
     path in each ThinLTO module (-ffile-prefix-map does not reach it) and names a promoted local
     function after the module's hash, so one tree at two paths links two files; what they run (every
     loaded section but the build ID) is the same, and a change of code changes it."""
-    import shutil
     import subprocess
 
     from pgolab import elf
-    from pgolab.reproducible import prefix_map_flags
-    if shutil.which("clang-16") is None or shutil.which("ld.lld-16") is None:
-        pytest.skip("no clang-16 and lld-16 (scripts/setup.sh installs them)")
-    a = ("static int table[64];\nstatic __attribute__((noinline)) int helper(int x) { return table[x & 63] + x * %d; }\n"
-         "int api(int x) { return helper(x) * 2; }\n")
-    b = "int api(int);\nint main(int argc, char **argv) { (void)argv; return api(argc); }\n"
-
-    def link(tree, factor=7):
-        (tree / "src").mkdir(parents=True)
-        (tree / "src" / "a.c").write_text(a % factor)
-        (tree / "src" / "b.c").write_text(b)
-        cc = ["clang-16", "-O2", "-flto=thin", *prefix_map_flags(tree / "src", tree)]
-        for name in ("a", "b"):
-            subprocess.run([*cc, "-c", str(tree / "src" / f"{name}.c"), "-o", str(tree / f"{name}.o")], check=True)
-        subprocess.run([*cc, "-fuse-ld=lld", str(tree / "a.o"), str(tree / "b.o"), "-o", str(tree / "prog")], check=True)
-        promoted = subprocess.run(["nm", str(tree / "prog")], capture_output=True, text=True, check=True).stdout
-        assert "helper.llvm." in promoted       # ThinLTO imported api() into b.c's module and promoted helper
-        return tree / "prog"
-
-    one, two = link(tmp_path / "one"), link(tmp_path / "two" / "deeper")
+    one, two = link_thinlto(tmp_path / "one"), link_thinlto(tmp_path / "two" / "deeper")
+    promoted = subprocess.run(["nm", str(one)], capture_output=True, text=True, check=True).stdout
+    assert "helper.llvm." in promoted       # ThinLTO imported api() into b.c's module and promoted helper
     assert one.read_bytes() != two.read_bytes()
     assert elf.loaded_digest(one) is not None and elf.loaded_digest(one) == elf.loaded_digest(two)
     assert elf.loaded_digest(tmp_path / "one" / "src" / "a.c") is None     # not an ELF file: no digest
-    assert elf.loaded_digest(link(tmp_path / "three", factor=9)) != elf.loaded_digest(one)
+    assert elf.loaded_digest(link_thinlto(tmp_path / "three", factor=9)) != elf.loaded_digest(one)

@@ -23,7 +23,7 @@ from .document import Column, Report, Table
 from .errors import PgolabError
 from .host import Host
 from .measurement import figures
-from .store import Store, StoredTarget
+from .store import Store, StoredTarget, digest_listing, same_binary
 
 COST = "cost"
 # What may differ between the runs of one experiment on two machines: the targets and the base they
@@ -45,21 +45,13 @@ def _target(shard: merge.Shard, label: str) -> StoredTarget:
 
 
 def one_binary(shards: list[merge.Shard], label: str) -> str | None:
-    """How `label` is one binary in every run: one file sha256, or else one sha256 of what it runs
-    (elf.loaded_digest, recorded since build.json version 9 and trusted only for the file the run
-    measured: a clang ThinLTO build of one tree at two paths differs in symbol names alone); None when
-    it is neither, or a run stored no digest."""
-    targets = [_target(s, label) for s in shards]
-    files = {t.binary_digest for t in targets}
-    if "" in files:
-        return None
-    if len(files) == 1:
-        return f"sha256 {files.pop()[:12]}"
-    codes = {t.code_digest for t in targets}
-    if len(codes) == 1 and None not in codes:
-        return (f"loaded sha256 {codes.pop()[:12]} (file sha256 {', '.join(sorted(d[:12] for d in files))}: "
-                f"they differ in their symbol table, debug information or build ID alone)")
-    return None
+    """How `label` is one binary in every run (store.same_binary: one file, or one code digest that a
+    build record of the measured file vouches for); None when it is not, or a run stored no digest."""
+    return same_binary([_target(s, label) for s in shards])
+
+
+def _listing(shards: list[merge.Shard], label: str) -> str:
+    return digest_listing([(s.name, _target(s, label)) for s in shards])
 
 
 def host_differences(shards: list[merge.Shard]) -> list[str]:
@@ -74,8 +66,7 @@ def host_differences(shards: list[merge.Shard]) -> list[str]:
 def compare(shards: list[merge.Shard], label: str, bound: float = merge.CROSS_MACHINE_BOUND) -> Report:
     same = one_binary(shards, label)
     if same is None:
-        listed = ", ".join(f"{s.name}: {_target(s, label).binary_digest[:12]}" for s in shards)
-        raise PgolabError(f"{label} is not one binary in these runs ({listed})",
+        raise PgolabError(f"{label} is not one binary in these runs ({_listing(shards, label)})",
                           hint="rebuild it identically (same source, variant and toolchain) on each machine; a "
                                "clang LTO build of a tree at another path is one binary by the digest of what it "
                                "runs, which build.json records since pgolab's record version 9")
@@ -125,8 +116,7 @@ def ratio_base(shards: list[merge.Shard], label: str) -> tuple[str | None, str]:
     if base == label:
         return None, f"{label} is the runs' base: no ratio is compared"
     if one_binary(shards, base) is None:
-        digests = sorted({_target(s, base).binary_digest[:12] for s in shards})
-        return None, (f"the base {base} is another binary in some run ({', '.join(digests)}): "
+        return None, (f"the base {base} is another binary in some run ({_listing(shards, base)}): "
                       f"its ratios are not compared across machines")
     return base, ""
 

@@ -28,7 +28,7 @@ from .host import Host
 from .measurement import MODEL_FIGURE
 from .record import BuildRecord
 from .measures import MEASURES
-from .store import ShardFacts, Store, StoredTarget, identity_difference
+from .store import ShardFacts, Store, StoredTarget, digest_listing, identity_difference, same_binary
 
 # How far one binary's read-only cost per query moved between machines (Debian's mariadbd on three:
 # 0.02-1.4 % on instructions at equal cost scale): two bases with different digests are one anchor
@@ -98,18 +98,24 @@ def measured_targets(shard: Shard, dropped: set[str] = frozenset()) -> list[dict
     return [t for t in shard.rows["targets"] if t["label"] in labels]
 
 
-def check_labels(shards: list[Shard], base: str, dropped: set[str] = frozenset()) -> None:
-    """One binary per label among the shards that measured it outside the `dropped` modes (those
-    that go into one merged run)."""
-    seen: dict[str, tuple[str, str]] = {}
+def check_labels(shards: list[Shard], base: str, dropped: set[str] = frozenset()) -> list[str]:
+    """One binary per label (store.same_binary) among the shards that measured it outside the `dropped`
+    modes (those that go into one merged run); returns how each label measured as two files is one."""
+    measured: dict[str, list[tuple[str, StoredTarget]]] = defaultdict(list)
     for shard in shards:
-        for t in measured_targets(shard, dropped):
-            if t["label"] == base:
-                continue
-            if t["label"] in seen and seen[t["label"]][0] != t["binary_digest"]:
-                raise PgolabError(f"{t['label']} was measured with two binaries ({seen[t['label']][1]} and "
-                                  f"{shard.name})", hint="merge shards whose builds of one label are one binary")
-            seen.setdefault(t["label"], (t["binary_digest"], shard.name))
+        for row in measured_targets(shard, dropped):
+            if row["label"] != base:
+                measured[row["label"]].append((shard.name, StoredTarget.of_row(row)))
+    notes = []
+    for label, named in measured.items():
+        same = same_binary([t for _, t in named])
+        if same is None:
+            raise PgolabError(f"{label} was measured with two binaries ({digest_listing(named)})",
+                              hint="merge shards whose builds of one label are one binary: one file, or one code "
+                                   "digest (recorded by builds since pgolab's record version 9)")
+        if len({t.binary_digest for _, t in named}) > 1:
+            notes.append(f"{label}: {same}")
+    return notes
 
 
 def cost_per_query(shard: Shard, label: str, keys: tuple[str, ...] = (MODEL_FIGURE.key,)
@@ -129,18 +135,23 @@ def _base_cycles(shard: Shard, base: str) -> dict[str, float]:
     return {micro: v for (micro, _), v in cost_per_query(shard, base).items()}
 
 
-def check_anchor(shards: list[Shard], base: str, bound: float = CROSS_MACHINE_BOUND) -> None:
-    """The base of every shard is one binary, or costs the same per test within the bound."""
-    digests = {s.name: next((t["binary_digest"] for t in s.rows["targets"] if t["label"] == base), None)
-               for s in shards}
-    if None in digests.values():
-        missing = [name for name, d in digests.items() if d is None]
+def check_anchor(shards: list[Shard], base: str, bound: float = CROSS_MACHINE_BOUND) -> list[str]:
+    """The base of every shard is one binary (store.same_binary), or costs the same per test within the
+    bound; returns how, where its files differ."""
+    named = [(s.name, next((StoredTarget.of_row(t) for t in s.rows["targets"] if t["label"] == base), None))
+             for s in shards]
+    missing = [name for name, t in named if t is None]
+    if missing:
         raise PgolabError(f"{', '.join(missing)} did not measure the base {base}", hint="every shard measures the base")
-    if len(set(digests.values())) == 1:
-        return
+    if len({t.binary_digest for _, t in named}) == 1:
+        return []
+    same = same_binary([t for _, t in named])
+    if same is not None:
+        return [f"the base {base}: {same}"]
     reference = _base_cycles(shards[0], base)
     if not reference:
-        raise PgolabError(f"the base {base} is another binary in each shard and no shard measured its cost",
+        raise PgolabError(f"the base {base} is another binary in each shard ({digest_listing(named)}) and no shard "
+                          f"measured its cost",
                           hint="rebuild the base from the same source and toolchain (reproducible builds) or "
                                "measure cost in every shard")
     for shard in shards[1:]:
@@ -150,6 +161,8 @@ def check_anchor(shards: list[Shard], base: str, bound: float = CROSS_MACHINE_BO
             raise PgolabError(f"the base {base} of {shard.name} is another binary than {shards[0].name}'s and costs "
                               f"more than ±{bound:.1%} otherwise in {len(off)} tests: {', '.join(off[:8])}",
                               hint="rebuild the base identically in every shard (same source, toolchain, variant)")
+    return [f"the base {base} is another binary in some shards ({digest_listing(named)}) and costs the same "
+            f"within ±{bound:.1%} in every test they share: one anchor"]
 
 
 def host_of(shard: Shard) -> Host:
@@ -204,14 +217,14 @@ ANOTHER_MERGE = ("a merge of other shards is another run: name it otherwise (mer
 
 
 def merged_rows(shards: list[Shard], name: str, command: str, dropped: set[str] = frozenset(),
-                note: str | None = None, per_cpu: dict[str, str] | None = None) -> dict:
-    """One run of the shards' rows, without the `dropped` modes' samples; `note` says why, and
-    `per_cpu` (CPU model -> run name) where the clock figures went instead."""
+                notes: list[str] = (), per_cpu: dict[str, str] | None = None) -> dict:
+    """One run of the shards' rows, without the `dropped` modes' samples; `notes` say why, where the
+    clock figures went instead (`per_cpu`: CPU model -> run name), and how a label built twice is one
+    binary."""
     base = shards[0].rows["run"]["base"]
     run = dict(shards[0].rows["run"])
     notes = [command, f"merged from {', '.join(s.name for s in shards)}: shard k's instance i is instance "
-                      f"{INSTANCE_STRIDE}·k + i; every build is read against its own shard's base"]
-    notes += [note] if note else []
+                      f"{INSTANCE_STRIDE}·k + i; every build is read against its own shard's base", *notes]
     # merged_from identifies the merge; the rest describes it (MergedShards.DESCRIBED): a run merged
     # before those keys existed is the same merge.
     identity = {"merged_from": [_identity(s) for s in shards],
@@ -273,26 +286,26 @@ def merge(store: Store, refs: list[str], name: str, command: str, at_least: int 
     if any(s.rows["run"]["base"] != base for s in shards):
         raise PgolabError("the shards have different bases", hint="merge shards of one matrix command")
     check_same_experiment(shards)
-    check_anchor(shards, base)
+    anchor = check_anchor(shards, base)
     groups = by_cpu_model(shards)
     if len(groups) == 1:
-        check_labels(shards, base)
-        return Merged(store.add_rows(merged_rows(shards, name, command), hint=ANOTHER_MERGE)[0])
+        notes = anchor + check_labels(shards, base)
+        return Merged(store.add_rows(merged_rows(shards, name, command, notes=notes), hint=ANOTHER_MERGE)[0])
     clock = clock_modes()
     measured = {s["mode"] for shard in shards for s in shard.rows["samples"]}
-    check_labels(shards, base, clock)
-    for group in groups.values():
-        check_labels(group, base, measured - clock)
+    notes = anchor + check_labels(shards, base, clock)
+    group_notes = {model: check_labels(group, base, measured - clock) for model, group in groups.items()}
     names = per_cpu_names(name, [model for model, group in groups.items()
                                  if any(s["mode"] in clock for shard in group for s in shard.rows["samples"])])
     left_out = sorted(clock & measured)
-    note = (f"{', '.join(left_out)} not merged: the shards ran on {len(groups)} CPU models, and wall-clock figures "
-            f"hold for one; each model's shards are merged apart: {', '.join(names.values())}") if left_out else None
-    run_id = store.add_rows(merged_rows(shards, name, command, clock, note, names), hint=ANOTHER_MERGE)[0]
+    if left_out:
+        notes.append(f"{', '.join(left_out)} not merged: the shards ran on {len(groups)} CPU models, and wall-clock "
+                     f"figures hold for one; each model's shards are merged apart: {', '.join(names.values())}")
+    run_id = store.add_rows(merged_rows(shards, name, command, clock, notes, names), hint=ANOTHER_MERGE)[0]
     per_cpu = {}
     for model, run_name in names.items():
         rows = merged_rows(groups[model], run_name, command, measured - clock,
-                           f"the wall-clock figures of the shards on {model}; every shard's cost is in {name}")
+                           [f"the wall-clock figures of the shards on {model}; every shard's cost is in {name}",
+                            *group_notes[model]])
         per_cpu[model] = store.add_rows(rows, hint=ANOTHER_MERGE)[0]
     return Merged(run_id, per_cpu)
-
