@@ -67,6 +67,8 @@ LAYERS: dict[str, int] = {
     # the load generators (sysbench, pgbench): their loads, command lines and reports
     "clients": 9,
     "store": 10, "fleet": 10,
+    # when stored targets are one binary (file digest, else a vouched-for code digest)
+    "binaries": 11,
     "schedule": 11, "analysis": 11,
     "measures": 12,
     "bench": 13,

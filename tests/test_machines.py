@@ -112,7 +112,7 @@ def test_no_ratio_when_the_base_is_another_binary_somewhere(tmp_path):
     store.add_target(other.id, "b", "binary", "/bin/b", "b" * 64, BinaryInfo("/bin/b", "", "b"))
     data = machines.compare(merge.load(store, ["amd", "other"]), "b")
     assert all(t.key != "ratios" for t in data.tables)
-    assert "another binary" in dict(data.notes)["Against a base"]
+    assert "not one binary in every run (amd: aaaaaaaaaaaa, other: bbbbbbbbbbbb)" in dict(data.notes)["Against a base"]
 
 
 def test_runs_are_compared_on_the_tests_every_run_measured_and_one_run_twice_is_refused(tmp_path):

@@ -164,36 +164,68 @@ def test_merge_refuses_shards_that_are_not_one_experiment(tmp_path, monkeypatch)
     assert "name it otherwise (merge --name" in refused.value.hint
     # One label, two binaries.
     shard_run(tmp_path, store, "twice", ["base", "lto"], {"lto": b"another lto"})
-    with pytest.raises(PgolabError, match="lto was measured with two binaries"):
+    with pytest.raises(PgolabError, match="lto was measured in 2 shards and is not shown to be one binary"):
         merge.merge(store, ["a", "twice"], "m4", "test")
     with pytest.raises(PgolabError, match="2 shards or more"):
         merge.merge(store, ["a"], "m5", "test")
 
 
 def test_a_clang_thinlto_build_of_one_tree_at_two_paths_is_one_binary_in_a_merge(tmp_path, monkeypatch):
-    """Two shards built one tree at two paths with clang ThinLTO (real clang-16 links): the files differ
+    """Shards that built one tree at two paths with clang ThinLTO (real clang-16 links): the files differ
     in symbol names, what they run does not, so the base is one anchor whatever it costs in each shard,
-    and the build is one label; the merged run says so. Another code under that label is refused,
-    naming each shard's file and code digest."""
+    and the build is one label; the merged run says so, and so does the run of each CPU model's clock
+    figures where that model's shards hold both files. Another code under the label is refused, naming
+    each shard's file and code digest."""
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
     one, two, other = (link_thinlto(tmp_path / "one"), link_thinlto(tmp_path / "two" / "deeper"),
                        link_thinlto(tmp_path / "three", factor=9))
+    assert one.read_bytes() != two.read_bytes()
     store = Store(tmp_path / "s.sqlite")
-    shard_run(tmp_path, store, "a", ["base", "lto"], {"base": one.read_bytes(), "lto": one.read_bytes()},
-              built=("base", "lto"))
-    # The base costs 5 % more here: were it not one binary by its code, the anchor check would refuse it.
-    shard_run(tmp_path, store, "b", ["base", "lto"], {"base": two.read_bytes(), "lto": two.read_bytes()},
-              speeds={**SPEEDS, "base": 0.95}, built=("base", "lto"))
-    run_id = merge.merge(store, ["a", "b"], "m", "test").run_id
+    options = BenchOptions(suite="quick", modes=("qps", "cost"), instances=2, blocks=2, cost_write_repeats=2)
+    here = Host.this()
+    # The base costs 5 % more in b: were it not one binary by its code, the anchor check would refuse it.
+    for name, family, prog, base_speed in (("a", "family 25, model 1", one, 1.0), ("b", "family 25, model 1", two, 0.95),
+                                           ("c", "family 6, model 167", one, 1.0)):
+        monkeypatch.setattr(Host, "this", classmethod(lambda cls, f=family: replace(here, cpu="Some CPU", cpu_id=f"cpu {f}, stepping 1")))
+        speeds = {**SPEEDS, "base": base_speed}
+        shard_run(tmp_path, store, name, ["base", "lto"], {"base": prog.read_bytes(), "lto": prog.read_bytes()},
+                  options=options, measures=[ShardQps(speeds), ShardCost(speeds)], built=("base", "lto"))
+    merged = merge.merge(store, ["a", "b", "c"], "m", "test")
     code = elf.loaded_digest(one)[:12]
     notes = store.run("m").commands
-    assert any(n.startswith(f"the base base: loaded sha256 {code}") for n in notes)
+    assert any(n.startswith(f"the base base: loaded sha256 {code}") and "differ by up to 5.3% between shards" in n
+               for n in notes)
     assert any(n.startswith(f"lto: loaded sha256 {code}") for n in notes)
-    assert {t.binary_digest for t in store.targets(run_id)} == {file_digest(one)}
-    shard_run(tmp_path, store, "c", ["base", "lto"], {"base": one.read_bytes(), "lto": other.read_bytes()},
-              built=("base", "lto"))
-    with pytest.raises(PgolabError, match=rf"lto was measured with two binaries \(a: {file_digest(one)[:12]} "
-                                          rf"\(loaded {code}\), c: {file_digest(other)[:12]} \(loaded "):
+    assert {t.binary_digest for t in store.targets(merged.run_id)} == {file_digest(one)}
+    amd = store.run(merged.per_cpu["Some CPU (family 25, model 1)"]).commands
+    assert any(n.startswith(f"the base base: loaded sha256 {code}") for n in amd)
+    assert any(n.startswith(f"lto: loaded sha256 {code}") for n in amd)
+    intel = store.run(merged.per_cpu["Some CPU (family 6, model 167)"]).commands
+    assert not any("loaded sha256" in n for n in intel), "one shard, one file: nothing to note"
+    shard_run(tmp_path, store, "d", ["base", "lto"], {"base": one.read_bytes(), "lto": other.read_bytes()},
+              options=options, measures=[ShardQps(SPEEDS), ShardCost(SPEEDS)], built=("base", "lto"))
+    with pytest.raises(PgolabError, match=rf"lto was measured in 2 shards and is not shown to be one binary "
+                                          rf"\(a: {file_digest(one)[:12]} \(loaded {code}\), "
+                                          rf"d: {file_digest(other)[:12]} \(loaded "):
+        merge.merge(store, ["a", "d"], "m2", "test")
+
+
+def test_a_label_without_a_digest_merges_from_one_shard_and_not_from_two(tmp_path, monkeypatch):
+    """A store from before digests were kept: a label one shard measured needs no comparison; the
+    same label in two shards is not shown to be one binary; the base is one anchor by its cost."""
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    store = Store(tmp_path / "s.sqlite")
+    shard_run(tmp_path, store, "a", ["base", "lto"], {})
+    shard_run(tmp_path, store, "b", ["base", "pgo"], {})
+    shard_run(tmp_path, store, "c", ["base", "lto"], {})
+    store.db.execute("UPDATE targets SET binary_digest = ''")
+    store.db.commit()
+    merged = merge.merge(store, ["a", "b"], "m", "test")
+    assert any(n.startswith("the base base is not shown to be one binary (a: no digest, b: no digest) and costs the "
+                            "same within ±1.5% in every test") for n in store.run("m").commands)
+    assert {r["build"] for r in report.compute(store, merged.run_id).table("builds").rows} == {"lto", "pgo"}
+    with pytest.raises(PgolabError, match=r"lto was measured in 2 shards and is not shown to be one binary "
+                                          r"\(a: no digest, c: no digest\)"):
         merge.merge(store, ["a", "c"], "m2", "test")
 
 
@@ -336,7 +368,7 @@ def test_a_fill_run_adds_only_what_the_shards_left_out(tmp_path, monkeypatch):
     store, speeds = avx_and_other_shards(tmp_path)
     shard_run(tmp_path, store, "piece", ["base", "lto", "native"], {"lto": b"lto built elsewhere", "native": b"n"},
               speeds={**speeds, "lto": 2.0})
-    with pytest.raises(PgolabError, match="lto was measured with two binaries"):
+    with pytest.raises(PgolabError, match="lto was measured in 2 shards and is not shown to be one binary"):
         merge.merge(store, ["avx", "other", "piece"], "as-shard", "test")
     merged = merge.merge(store, ["avx", "other"], "filled", "test", fill=["piece"])
     rows = {r["build"]: r["cycles"].value for r in report.compute(store, merged.run_id).table("builds").rows}

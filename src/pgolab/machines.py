@@ -6,7 +6,7 @@ machine-to-machine component (the spread of the ratio between machines, beside e
 Cost mode simulates one fixed machine, so a binary's figures should not depend on the host valgrind ran
 on; this shows how far they do. The runs must be one experiment but for their targets, hosts and suites
 (the same options and cache geometry; the tests they share are compared), and the label one binary in every run
-(one sha256, or one sha256 of what it runs where only symbol names differ): two builds that differ in code
+(binaries.same_binary: one sha256, or one sha256 of what it runs): two builds that differ in code
 are a build question, not a machine's.
 """
 
@@ -23,7 +23,8 @@ from .document import Column, Report, Table
 from .errors import PgolabError
 from .host import Host
 from .measurement import figures
-from .store import Store, StoredTarget, digest_listing, same_binary
+from .binaries import digest_listing, same_binary
+from .store import Store, StoredTarget
 
 COST = "cost"
 # What may differ between the runs of one experiment on two machines: the targets and the base they
@@ -37,21 +38,15 @@ SUITE_KEYS = ("suite", "micros", "options.suite", "options.modes", *(f"options.{
 
 
 def _target(shard: merge.Shard, label: str) -> StoredTarget:
-    found = next((t for t in shard.rows["targets"] if t["label"] == label), None)
+    found = shard.target(label)
     if found is None:
         labels = ", ".join(sorted(t["label"] for t in shard.rows["targets"]))
         raise PgolabError(f"{shard.name} has no target {label!r}", hint=f"its targets: {labels}")
-    return StoredTarget.of_row(found)
+    return found
 
 
-def one_binary(shards: list[merge.Shard], label: str) -> str | None:
-    """How `label` is one binary in every run (store.same_binary: one file, or one code digest that a
-    build record of the measured file vouches for); None when it is not, or a run stored no digest."""
-    return same_binary([_target(s, label) for s in shards])
-
-
-def _listing(shards: list[merge.Shard], label: str) -> str:
-    return digest_listing([(s.name, _target(s, label)) for s in shards])
+def _named(shards: list[merge.Shard], label: str) -> list[tuple[str, StoredTarget]]:
+    return [(s.name, _target(s, label)) for s in shards]
 
 
 def host_differences(shards: list[merge.Shard]) -> list[str]:
@@ -64,9 +59,9 @@ def host_differences(shards: list[merge.Shard]) -> list[str]:
 
 
 def compare(shards: list[merge.Shard], label: str, bound: float = merge.CROSS_MACHINE_BOUND) -> Report:
-    same = one_binary(shards, label)
+    same = same_binary([t for _, t in _named(shards, label)])
     if same is None:
-        raise PgolabError(f"{label} is not one binary in these runs ({_listing(shards, label)})",
+        raise PgolabError(f"{label} is not one binary in these runs ({digest_listing(_named(shards, label))})",
                           hint="rebuild it identically (same source, variant and toolchain) on each machine; a "
                                "clang LTO build of a tree at another path is one binary by the digest of what it "
                                "runs, which build.json records since pgolab's record version 9")
@@ -89,7 +84,7 @@ def compare(shards: list[merge.Shard], label: str, bound: float = merge.CROSS_MA
         rows.append(row)
     cycles = [r for r in rows if r["figure"] == "cycles"]
     held = sum(r["within"] == "yes" for r in cycles)
-    facts = [f"{label}: {same} in every run"]
+    facts = [f"{label}: {same.describe()} in every run"]
     facts += [f"{n}: run {s.rows['run']['name']} ({s.rows['run']['created'][:10]}) on {h.describe()}"
               for n, s, h in zip(names, shards, hosts)]
     facts.append(f"estimated cycles within the bound in {held} of {len(cycles)} tests")
@@ -115,8 +110,9 @@ def ratio_base(shards: list[merge.Shard], label: str) -> tuple[str | None, str]:
     base = bases.pop()
     if base == label:
         return None, f"{label} is the runs' base: no ratio is compared"
-    if one_binary(shards, base) is None:
-        return None, (f"the base {base} is another binary in some run ({_listing(shards, base)}): "
+    named = _named(shards, base)
+    if same_binary([t for _, t in named]) is None:
+        return None, (f"the base {base} is not one binary in every run ({digest_listing(named)}): "
                       f"its ratios are not compared across machines")
     return base, ""
 

@@ -5,9 +5,12 @@ A shard's samples keep their blocks; its instances are renumbered (shard k's ins
 100·k + i) so that each build pairs with the base measurement of its own shard, never another's.
 The merge refuses, with the reason, shards that are not one experiment:
 - another suite, other options, another cost method (cache geometry, cycle formula, valgrind);
-- an anchor that moved: the base's binary differs between shards and its per-test cost differs by
-  more than the cross-machine bound;
-- one label with two binaries.
+- an anchor that moved: the base is not one binary in every shard (binaries.same_binary: one file,
+  or one code digest a build record vouches for) and its per-test cost differs by more than the
+  cross-machine bound;
+- a label measured in several shards that is not one binary by the same rule.
+The merged run's commands note each base or label taken as one binary by its code digest, or as one
+anchor by its cost.
 Wall-clock figures travel only between shards measured on one CPU model; otherwise the merged run
 keeps the cost figures alone and says why, and the shards of each CPU model are merged apart into a
 run of their wall-clock figures (NAME@cpu-model), which the merge prints after it.
@@ -28,7 +31,8 @@ from .host import Host
 from .measurement import MODEL_FIGURE
 from .record import BuildRecord
 from .measures import MEASURES
-from .store import ShardFacts, Store, StoredTarget, digest_listing, identity_difference, same_binary
+from .binaries import digest_listing, same_binary
+from .store import ShardFacts, Store, StoredTarget, identity_difference
 
 # How far one binary's read-only cost per query moved between machines (Debian's mariadbd on three:
 # 0.02-1.4 % on instructions at equal cost scale): two bases with different digests are one anchor
@@ -41,6 +45,9 @@ INSTANCE_STRIDE = 100
 class Shard:
     name: str           # its run's name, or the file it came from
     rows: dict          # store.rows() of its run
+
+    def target(self, label: str) -> StoredTarget | None:
+        return next((StoredTarget.of_row(t) for t in self.rows["targets"] if t["label"] == label), None)
 
 
 def load(store: Store, refs: list[str], at_least: int = 2) -> list[Shard]:
@@ -99,8 +106,9 @@ def measured_targets(shard: Shard, dropped: set[str] = frozenset()) -> list[dict
 
 
 def check_labels(shards: list[Shard], base: str, dropped: set[str] = frozenset()) -> list[str]:
-    """One binary per label (store.same_binary) among the shards that measured it outside the `dropped`
-    modes (those that go into one merged run); returns how each label measured as two files is one."""
+    """One binary per label (binaries.same_binary) among the shards that measured it outside the
+    `dropped` modes (those that go into one merged run); returns how each label measured as two files
+    is one."""
     measured: dict[str, list[tuple[str, StoredTarget]]] = defaultdict(list)
     for shard in shards:
         for row in measured_targets(shard, dropped):
@@ -108,13 +116,16 @@ def check_labels(shards: list[Shard], base: str, dropped: set[str] = frozenset()
                 measured[row["label"]].append((shard.name, StoredTarget.of_row(row)))
     notes = []
     for label, named in measured.items():
+        if len(named) == 1:
+            continue
         same = same_binary([t for _, t in named])
         if same is None:
-            raise PgolabError(f"{label} was measured with two binaries ({digest_listing(named)})",
+            raise PgolabError(f"{label} was measured in {len(named)} shards and is not shown to be one binary "
+                              f"({digest_listing(named)})",
                               hint="merge shards whose builds of one label are one binary: one file, or one code "
                                    "digest (recorded by builds since pgolab's record version 9)")
-        if len({t.binary_digest for _, t in named}) > 1:
-            notes.append(f"{label}: {same}")
+        if same.by_code:
+            notes.append(f"{label}: {same.describe()}")
     return notes
 
 
@@ -135,22 +146,35 @@ def _base_cycles(shard: Shard, base: str) -> dict[str, float]:
     return {micro: v for (micro, _), v in cost_per_query(shard, base).items()}
 
 
+def _cost_drift(shards: list[Shard], base: str) -> float | None:
+    """The largest per-test difference (log ratio) of the base's estimated cycles from the first
+    shard's, over the tests both measured; None when the first shard measured no cost."""
+    reference = _base_cycles(shards[0], base)
+    if not reference:
+        return None
+    drifts = [abs(math.log(cycles[m] / reference[m])) for shard in shards[1:]
+              for cycles in [_base_cycles(shard, base)] for m in reference if m in cycles]
+    return max(drifts, default=0.0)
+
+
 def check_anchor(shards: list[Shard], base: str, bound: float = CROSS_MACHINE_BOUND) -> list[str]:
-    """The base of every shard is one binary (store.same_binary), or costs the same per test within the
-    bound; returns how, where its files differ."""
-    named = [(s.name, next((StoredTarget.of_row(t) for t in s.rows["targets"] if t["label"] == base), None))
-             for s in shards]
+    """The base of every shard is one binary (binaries.same_binary), or costs the same per test within
+    the bound; returns how, where its files differ."""
+    named = [(s.name, s.target(base)) for s in shards]
     missing = [name for name, t in named if t is None]
     if missing:
         raise PgolabError(f"{', '.join(missing)} did not measure the base {base}", hint="every shard measures the base")
-    if len({t.binary_digest for _, t in named}) == 1:
-        return []
     same = same_binary([t for _, t in named])
     if same is not None:
-        return [f"the base {base}: {same}"]
+        if not same.by_code:
+            return []
+        drift = _cost_drift(shards, base)
+        return [f"the base {base}: {same.describe()}"
+                + (f"; its per-test estimated cycles differ by up to {math.expm1(drift):.1%} between shards"
+                   if drift is not None else "")]
     reference = _base_cycles(shards[0], base)
     if not reference:
-        raise PgolabError(f"the base {base} is another binary in each shard ({digest_listing(named)}) and no shard "
+        raise PgolabError(f"the base {base} is not shown to be one binary ({digest_listing(named)}) and no shard "
                           f"measured its cost",
                           hint="rebuild the base from the same source and toolchain (reproducible builds) or "
                                "measure cost in every shard")
@@ -161,8 +185,8 @@ def check_anchor(shards: list[Shard], base: str, bound: float = CROSS_MACHINE_BO
             raise PgolabError(f"the base {base} of {shard.name} is another binary than {shards[0].name}'s and costs "
                               f"more than ±{bound:.1%} otherwise in {len(off)} tests: {', '.join(off[:8])}",
                               hint="rebuild the base identically in every shard (same source, toolchain, variant)")
-    return [f"the base {base} is another binary in some shards ({digest_listing(named)}) and costs the same "
-            f"within ±{bound:.1%} in every test they share: one anchor"]
+    return [f"the base {base} is not shown to be one binary ({digest_listing(named)}) and costs the same within "
+            f"±{bound:.1%} in every test the shards share: one anchor"]
 
 
 def host_of(shard: Shard) -> Host:
@@ -294,7 +318,8 @@ def merge(store: Store, refs: list[str], name: str, command: str, at_least: int 
     clock = clock_modes()
     measured = {s["mode"] for shard in shards for s in shard.rows["samples"]}
     notes = anchor + check_labels(shards, base, clock)
-    group_notes = {model: check_labels(group, base, measured - clock) for model, group in groups.items()}
+    group_notes = {model: check_anchor(group, base) + check_labels(group, base, measured - clock)
+                   for model, group in groups.items()}
     names = per_cpu_names(name, [model for model, group in groups.items()
                                  if any(s["mode"] in clock for shard in group for s in shard.rows["samples"])])
     left_out = sorted(clock & measured)

@@ -193,28 +193,6 @@ class StoredTarget:
                    load_description(row["kind"], json.loads(row["description"])))
 
 
-def same_binary(targets: list[StoredTarget]) -> str | None:
-    """How the targets are one binary: one file sha256, or else one sha256 of what it runs (the code
-    digest: a clang ThinLTO build of one tree at two paths differs in symbol names alone); None when it
-    is neither, or a target has no digest (a store from before digests were kept)."""
-    files = {t.binary_digest for t in targets}
-    if "" in files:
-        return None
-    if len(files) == 1:
-        return f"sha256 {files.pop()[:12]}"
-    codes = {t.code_digest for t in targets}
-    if len(codes) == 1 and None not in codes:
-        return (f"loaded sha256 {codes.pop()[:12]} (file sha256 {', '.join(sorted(d[:12] for d in files))}: "
-                f"they differ in their symbol table, debug information or build ID alone)")
-    return None
-
-
-def digest_listing(named: list[tuple[str, StoredTarget]]) -> str:
-    """Which binary each named target is, for a refusal: its file digest and, if recorded, its code's."""
-    return ", ".join(f"{name}: {t.binary_digest[:12] or 'no digest'}"
-                     + (f" (loaded {t.code_digest[:12]})" if t.code_digest else "") for name, t in named)
-
-
 def identity_difference(stored: dict, current: dict) -> list[str]:
     """The keys (dotted) whose values differ between two run identities."""
     out = []
