@@ -70,6 +70,30 @@ def test_one_task_per_build_each_read_against_its_own_base(local_cluster, tmp_pa
     assert cluster.run(local_cluster, shares, store, "m", "test", say=said.append).run_id == run_id
 
 
+def test_a_share_no_worker_can_measure_is_said_and_left_out_of_the_merge(local_cluster, tmp_path, monkeypatch):
+    """A worker whose CPU cannot run a share's builds in cost mode (-march=native with AVX-512) builds
+    nothing and says why; the merge takes the other shares; with none left the run is refused."""
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+
+    def share_on_avx512(share):
+        if share.variants == ("rel_lto",):
+            return cluster.ShareResult(share.run_name, b"", "a fake worker", 0, "rel_lto: cost: avx512f here")
+        return fake_share(share)
+
+    monkeypatch.setattr(cluster, "run_share", share_on_avx512)
+    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use")]
+    shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10), OPTIONS, "m", 2)
+    said = []
+    store = Store(tmp_path / "client.sqlite")
+    run_id = cluster.run(local_cluster, shares, store, "m", "test", say=said.append).run_id
+    assert {r["build"] for r in report.compute(store, run_id).table("builds").rows} == {"rel_pgo_use"}
+    assert any("rel_lto not built on a fake worker, which cannot measure it: rel_lto: cost: avx512f here" in line
+               for line in said), said
+    lto_only = [s for s in shares if s.variants == ("rel_lto",)]
+    with pytest.raises(PgolabError, match="no worker could measure any of the builds"):
+        cluster.run(local_cluster, lto_only, store, "m2", "test", say=said.append)
+
+
 def test_a_cluster_without_build_workers_or_asked_for_qps_says_what_to_do(tmp_path):
     from distributed import LocalCluster
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c:
@@ -125,6 +149,11 @@ def test_a_postgresql_matrix_on_a_scheduler_and_two_workers_with_homes_of_their_
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:] + \
             "".join(f"\n{p.name}:\n" + p.read_text()[-2000:] for p in sorted(logs.glob("*.log")))
         assert "[2/2]" in result.stderr and "rel_o2nofp_clang" in result.stdout
+        # A worker on a CPU with AVX-512 does not build a -march=native share it cannot measure in cost.
+        from pgolab.measures import COST
+        from pgolab.variants import parse
+        native_measured = COST.variant_unavailable(parse("rel_o2nofp_native")) is None
+        assert ("rel_o2nofp_native not built on" in result.stderr) != native_measured, result.stderr
         # Each worker built the base in its own home: the same code (merge's anchor: one binary, or the
         # same per-test cost within its bound).
         from pgolab.record import BuildRecord
@@ -135,7 +164,7 @@ def test_a_postgresql_matrix_on_a_scheduler_and_two_workers_with_homes_of_their_
         assert records[0].code_digest and records[0].code_digest == records[1].code_digest
         store = Store(tmp_path / "client.sqlite")
         rows = {r["build"]: r for r in report.compute(store, "ci-cluster").table("builds").rows}
-        assert set(rows) == {"rel_o2nofp_native", "rel_o2nofp_clang"}
+        assert set(rows) == ({"rel_o2nofp_native", "rel_o2nofp_clang"} if native_measured else {"rel_o2nofp_clang"})
         assert all(rows[b]["cycles"] is not None for b in rows)
     finally:
         for p in reversed(procs):

@@ -162,6 +162,23 @@ def test_what_native_turns_on_is_read_from_each_compiler():
     assert Clang().avx512_of('"-target-feature" "+avx512f" "-target-feature" "-avx512bw"') == {"avx512f"}
 
 
+def test_cost_mode_knows_before_a_build_whether_it_can_measure_a_native_one():
+    """Asked of the real gcc: -march=native turns AVX-512 on where this CPU has it, and only there does
+    cost mode refuse a -march=native variant, before anything is built; QPS measures it anywhere."""
+    import shutil
+
+    from pgolab.measures import COST, QPS
+    from pgolab.variants import parse
+    if shutil.which("gcc") is None:
+        pytest.skip("no gcc")
+    cpu_avx512 = "avx512f" in Path("/proc/cpuinfo").read_text().split()
+    why = COST.variant_unavailable(parse("rel_o2nofp_native"))
+    assert (why is not None) == cpu_avx512
+    assert why is None or "avx512f" in why.split(" here")[0]
+    assert COST.variant_unavailable(parse("rel_o2nofp")) is None
+    assert QPS.variant_unavailable(parse("rel_o2nofp_native")) is None
+
+
 def test_the_misprediction_term_is_shown_with_and_without():
     """A build with fewer instructions but more simulated mispredictions: the model's rCost with
     the 20-cycle term, without it, beside the clock."""

@@ -126,6 +126,48 @@ def shard_run(tmp_path: Path, store: Store, name: str, labels: list[str], binari
                     measures=measures or [ShardCost(speeds)], fleet_factory=FakeFleet)
 
 
+class NoNativeCost(FakeCost):
+    """Cost on a CPU with AVX-512: no -march=native build can be measured."""
+    def variant_unavailable(self, variant):
+        return "-march=native enables avx512f here" if variant.native else None
+
+
+class NoBuild:
+    """A matrix progress that fails the test if a build starts."""
+    def __init__(self):
+        self.left = {}
+
+    def left_out(self, variant, reason):
+        self.left[variant.name] = reason
+
+    def build_started(self, index, total, variant):
+        raise AssertionError(f"{variant.name} was built")
+
+
+def test_a_matrix_builds_no_variant_its_measures_cannot_measure_here(tmp_path, monkeypatch):
+    """A shard of -march=native builds in a cost-only run on a CPU with AVX-512 (the PostgreSQL matrix's
+    shard 6 of 6): they are left out before anything is built, the one-line refusal says why and what
+    to do; with QPS asked too, they are built."""
+    monkeypatch.setattr(matrix, "of_modes", lambda modes: [NoNativeCost() if m == "cost" else ShardQps(SPEEDS)
+                                                          for m in modes])
+    chosen = [parse(n) for n in ("rel_o2nofp", "rel_o2nofp_native", "rel_native_lto", "rel_lto")]
+    cost_only = BenchOptions(suite="quick", modes=("cost",))
+    assert matrix.unmeasurable_here(chosen, "rel_o2nofp", cost_only) == {
+        "rel_o2nofp_native": "cost: -march=native enables avx512f here",
+        "rel_native_lto": "cost: -march=native enables avx512f here"}
+    assert matrix.unmeasurable_here(chosen, "rel_o2nofp", replace(cost_only, modes=("qps", "cost"))) == {}
+    assert matrix.unmeasurable_here(chosen, "rel_o2nofp_native", cost_only).keys() == {"rel_native_lto"}, \
+        "the base is never left out: the run refuses a base it cannot measure"
+    progress = NoBuild()
+    request = matrix.MatrixRequest(sources=[], variants=[parse("rel_o2nofp_native"), parse("rel_native_lto")],
+                                   base="rel_o2nofp", train=None, options=cost_only, run_name="native")
+    with pytest.raises(PgolabError, match="nothing to compare on this machine: rel_o2nofp_native, rel_native_lto "
+                                          "cannot be measured here") as refused:
+        matrix.run_matrix(request, Store(tmp_path / "s.sqlite"), progress, "test")
+    assert "CPU without AVX-512" in refused.value.hint
+    assert progress.left == {}, "refused before anything is said left out or built"
+
+
 def test_merged_shards_read_every_build_against_its_own_shard_base(tmp_path, monkeypatch):
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
     one, two = Store(tmp_path / "one.sqlite"), Store(tmp_path / "two.sqlite")

@@ -85,9 +85,11 @@ FleetFactory = Callable[[list[BenchTarget], Path, BenchOptions, str], Fleet]
 
 def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget], options: BenchOptions,
               command: str, on_step: Callable[[Progress], None] | None = None, *,
-              measures: list[Measure] | None = None, fleet_factory: FleetFactory = Fleet) -> int:
+              measures: list[Measure] | None = None, fleet_factory: FleetFactory = Fleet,
+              notes: list[str] = ()) -> int:
     """measures: what to measure (default: the options' modes); fleet_factory: what starts the
-    servers. A test passes a fake of each to run bench, store and report without a server."""
+    servers. A test passes a fake of each to run bench, store and report without a server. notes:
+    lines the run keeps beside its commands (what a matrix left out, say)."""
     measures = measures if measures is not None else measures_mod.of_modes(options.modes)
     server = check_targets(base, targets)
     left_out = {m.key: m.unavailable(targets) for m in measures}
@@ -107,6 +109,7 @@ def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget]
     run_id, _ = store.create_or_resume_run(
         run_name, server=server, base=base, suite=options.suite, options=options, host=host,
         identity=run_identity(server, base, targets, digests, options, host, measures), command=command)
+    store.add_commands(run_id, list(notes))
     for t in targets:
         store.add_target(run_id, t.label, t.kind, str(t.installation.server_binary), digests[t.label],
                          t.description)

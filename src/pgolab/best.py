@@ -25,10 +25,10 @@ from .document import Column, Report, Table
 from .errors import PgolabError
 from .matrix import MatrixProgress, MatrixRequest, run_matrix
 from .measurement import MODEL_FIGURE
+from .measures import MEASURES
 from .report import analysis_of
 from .stats import Estimate
 from .store import Store
-from .toolchains import toolchain
 from .variants import AXES, Axis, Variant, parse
 
 # The best build of the published MySQL 8.0.28 table (clang PGO+LTO, 1.77x).
@@ -212,8 +212,8 @@ class MatrixRounds:
         return spent_hours(self.runs)
 
     def unmeasurable(self, candidate: Variant) -> str | None:
-        if candidate.native and (avx512 := toolchain(candidate.compiler).native_avx512()):
-            return f"-march=native enables {', '.join(avx512)} here, which valgrind's callgrind cannot run"
+        if (why := MEASURES[MODEL_FIGURE.mode].variant_unavailable(candidate)) is not None:
+            return why
         if candidate.hugify:
             return "huge pages change the TLB's work, which cost mode does not simulate (measure _hugify in QPS)"
         return next((why for tree in self.request.sources

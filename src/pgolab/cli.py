@@ -571,6 +571,9 @@ class RichMatrixProgress:
         self.display = progress
         self.on_step = None
 
+    def left_out(self, variant, reason):
+        self.display.console.print(f"[yellow]not built:[/yellow] {variant.name}: {reason}", soft_wrap=True)
+
     def build_started(self, index, total, variant):
         self.display.console.rule(f"matrix {index + 1}/{total} builds: {variant.name} ({variant.describe()}); "
                                   f"{total - index - 1} after it, then the benchmark")

@@ -57,12 +57,16 @@ class Share:
 @dataclass(frozen=True)
 class ShareResult:
     run_name: str
-    run_file: bytes
+    run_file: bytes          # empty when the worker could measure none of the share's builds
     worker: str              # the worker's host name and CPU
     samples: int
+    left_out: str | None = None     # why the worker built nothing (a -march=native share on AVX-512)
 
 
 class _QuietMatrix:
+    def left_out(self, variant, reason):
+        pass
+
     def build_started(self, index, total, variant):
         return QuietReporter()
 
@@ -75,8 +79,13 @@ class _QuietMatrix:
 
 def run_share(share: Share) -> ShareResult:
     """On a worker: build the share and the base in this worker's pgolab home, measure their cost,
-    and return the run as a run file."""
+    and return the run as a run file; nothing, and why, when this worker can measure none of them."""
     from .host import Host
+    host = Host.this()
+    worker = f"{platform.node()} ({host.cpu}, {host.cpu_id})"
+    left = matrix.unmeasurable_here([parse(v) for v in share.variants], share.base, share.options)
+    if len(left) == len(share.variants):
+        return ShareResult(share.run_name, b"", worker, 0, "; ".join(f"{v}: {why}" for v, why in left.items()))
     tree = debian.resolve(share.source, home_runner("cluster-source"))
     request = matrix.MatrixRequest(sources=[tree], variants=[parse(v) for v in share.variants], base=share.base,
                                    train=share.train, options=share.options, run_name=share.run_name, jobs=share.jobs)
@@ -86,8 +95,7 @@ def run_share(share: Share) -> ShareResult:
         out = Path(tmp) / "run.gz"
         samples = runfile.export_run(store, share.run_name, out)
         data = out.read_bytes()
-    host = Host.this()
-    return ShareResult(share.run_name, data, f"{platform.node()} ({host.cpu}, {host.cpu_id})", samples)
+    return ShareResult(share.run_name, data, worker, samples)
 
 
 def shares(variants: list[Variant], base: str, source: str, train: TrainingSpec, options: BenchOptions,
@@ -127,7 +135,7 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
         say(f"cluster {address}: {len(workers)} workers, {len(shares_)} tasks (one build each, beside the base)")
         futures = {client.submit(run_share, s, resources={RESOURCE: 1}, pure=False, key=f"pgolab-{s.run_name}"): s
                    for s in shares_}
-        pending, done = set(futures), 0
+        pending, done, measured = set(futures), 0, []
         while pending:
             try:
                 finished, pending = wait(pending, timeout=60, return_when="FIRST_COMPLETED")
@@ -139,13 +147,21 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
                 continue
             for future in finished:
                 result: ShareResult = future.result()
+                done += 1
+                if result.left_out:
+                    say(f"[{done}/{len(shares_)}] {', '.join(futures[future].variants)} not built on {result.worker}, "
+                        f"which cannot measure it: {result.left_out}")
+                    continue
+                measured.append(result.run_name)
                 with tempfile.TemporaryDirectory() as tmp:
                     path = Path(tmp) / "run.gz"
                     path.write_bytes(result.run_file)
                     imported = runfile.import_run(store, path)
-                done += 1
                 say(f"[{done}/{len(shares_)}] {', '.join(futures[future].variants)} built and measured on "
                     f"{result.worker}: {result.samples} samples ({imported.samples_added} new here)")
     finally:
         client.close()
-    return merge.merge(store, [s.run_name for s in shares_], name, command, at_least=1)
+    if not measured:
+        raise PgolabError("no worker could measure any of the builds",
+                          hint="add workers on a CPU without AVX-512 for -march=native builds in cost mode")
+    return merge.merge(store, [s.run_name for s in shares_ if s.run_name in measured], name, command, at_least=1)

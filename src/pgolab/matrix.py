@@ -22,6 +22,7 @@ from .build import BuildRequest, BuildResult, Pipeline, require_buildable
 from .errors import PgolabError
 from .fleet import BenchTarget
 from .measurement import BenchOptions
+from .measures import of_modes
 from .phases import Reporter
 from .schedule import Progress
 from .sources import SourceTree
@@ -138,6 +139,7 @@ class MatrixRequest:
 
 
 class MatrixProgress(Protocol):
+    def left_out(self, variant: Variant, reason: str) -> None: ...
     def build_started(self, index: int, total: int, variant: Variant) -> Reporter: ...
     def build_finished(self, index: int, total: int, result: BuildResult, seconds: float) -> None: ...
     def bench_step(self, state: Progress) -> None: ...
@@ -150,6 +152,20 @@ class MatrixResult:
     build_seconds: float      # wall time of this invocation's build part
     bench_seconds: float
     timing_log: Path | None = None   # every invocation's wall time, one JSON line each
+    left_out: dict[str, str] = field(default_factory=dict)   # variant -> why it was not built
+
+
+def unmeasurable_here(chosen: list[Variant], base: str, options: BenchOptions) -> dict[str, str]:
+    """The variants (the base aside) that no measure of the run can measure on this machine, each with
+    why: building them would cost a build and measure nothing (a -march=native build in a cost-only
+    run on a CPU with AVX-512; a shard of them is measured on another CPU)."""
+    measures = of_modes(options.modes)
+    out = {}
+    for v in chosen:
+        reasons = [why for m in measures if (why := m.variant_unavailable(v)) is not None]
+        if v.name != base and len(reasons) == len(measures):
+            out[v.name] = "; ".join(f"{m.key}: {why}" for m, why in zip(measures, reasons))
+    return out
 
 
 def target_label(source: SourceTree, build_label: str, series: bool) -> str:
@@ -165,6 +181,15 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
         chosen = shard_of([v for v in chosen if v.name != base_variant], *request.shard)
     if request.base not in [b.label for b in request.binaries] and base_variant not in [v.name for v in chosen]:
         chosen.insert(0, variants_mod.parse(base_variant))
+    left_out = unmeasurable_here(chosen, base_variant, request.options)
+    if left_out and len(chosen) - len(left_out) + len(request.binaries) < 2:
+        raise PgolabError(f"nothing to compare on this machine: {', '.join(left_out)} cannot be measured here "
+                          f"({next(iter(left_out.values()))})",
+                          hint="run it on a CPU without AVX-512, or measure QPS too (--measure cost,qps)")
+    for variant in chosen:
+        if variant.name in left_out:
+            progress.left_out(variant, left_out[variant.name])
+    chosen = [v for v in chosen if v.name not in left_out]
     # Tree by tree in the order given, each tree's variants cheapest first.
     order = [(tree, v, k) for tree in request.sources for v in build_order(chosen)
              for k in range(1, request.replicates + 1)]
@@ -186,9 +211,11 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
     base = request.base
     if series and not target_labels.split(base)[0] and base not in [b.label for b in request.binaries]:
         base = target_label(request.sources[0], base, series)
+    notes = [f"not built: {name}, which no measure of this run can measure here ({why})"
+             for name, why in left_out.items()]
     run_id = bench.run_bench(store, request.run_name, base, targets + request.binaries, request.options,
-                             command, progress.bench_step)
-    result = MatrixResult(run_id, results, built - started, time.monotonic() - built)
+                             command, progress.bench_step, notes=notes)
+    result = MatrixResult(run_id, results, built - started, time.monotonic() - built, left_out=left_out)
     result.timing_log = _log_timing(store.run(run_id).name, result)
     return result
 

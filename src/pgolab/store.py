@@ -287,6 +287,12 @@ class Store:
                               detail=shown[:2000], hint=hint)
         return row
 
+    def add_commands(self, run_id: int, commands: list[str]) -> None:
+        """Lines the run keeps beside the commands that made it (each once)."""
+        if commands:
+            with self.db:
+                self._add_commands(self._run_row(run_id), commands)
+
     def _add_commands(self, row: sqlite3.Row, commands: list[str]) -> None:
         known = json.loads(row["commands"])
         known += [c for c in commands if c not in known]

@@ -42,6 +42,11 @@ class Measure:
         (BenchTarget or StoredTarget), so a resumed run and a report make the same decision."""
         return {}
 
+    def variant_unavailable(self, variant) -> str | None:
+        """Why this measure cannot measure any build of `variant` on this machine, known before it is
+        built (None: it can); a matrix does not build a variant no measure of its run can measure."""
+        return None
+
     def identity(self) -> dict:
         """What a resumed run must match beyond the options (a cost method, say)."""
         return {}

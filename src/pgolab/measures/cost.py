@@ -33,6 +33,7 @@ from ..document import Column, Table
 from ..runner import format_command, home_runner
 from ..schedule import Plan
 from ..suite import Micro
+from ..toolchains import toolchain
 from .base import Measure
 from .callgrind import (CACHE_GEOMETRY, CYCLE_FORMULA, CYCLE_PRICES, MISPREDICT_CYCLES, Counts, function_names, guest_cpu, valgrind_version,
                         valgrind_wrapper)
@@ -310,6 +311,12 @@ class CostMeasure(Measure):
         return {t.label: f"built with -march=native on a CPU with AVX-512 ({', '.join(t.description.native_avx512)}), "
                          "which valgrind's callgrind cannot run"
                 for t in targets if getattr(t.description, "native_avx512", None)}
+
+    def variant_unavailable(self, variant) -> str | None:
+        # The compiler says what -march=native turns on here, before anything is built.
+        if variant.native and (avx512 := toolchain(variant.compiler).native_avx512()):
+            return f"-march=native enables {', '.join(avx512)} here, which valgrind's callgrind cannot run"
+        return None
 
     def identity(self) -> dict:
         # The simulation, not the machine: a cost run continues on any host with the same valgrind
