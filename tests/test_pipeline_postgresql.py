@@ -138,8 +138,10 @@ def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tr
     home = Path(os.environ["PGOLAB_HOME"])
     assert not list((home / "scratch").glob("*")), "no scratch folder is left"
 
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    again = subprocess.run(cmd + ["--no-smoke"], capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "up to date" in again.stderr
+    kept = json.loads((vdir / "build.json").read_text())
+    assert kept["smoke"] == record["smoke"], "a rerun without the smoke test keeps the binary's earlier answer"
 
     # How well the training profile covers the benchmark suite, from the same instrumented build.
     check = profile_check(BuildRequest(pg_tree, variant, parse_train("mix", TRAIN_SECONDS)),

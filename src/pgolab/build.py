@@ -27,7 +27,7 @@ from .layout import BuildLayout, stop_leftover_processes, variant_dir
 from .phases import Phase, PhaseEngine, PhaseState, QuietReporter, Reporter, digest
 from .profiles import sealed_digest
 from .profiles.bolt import bolt_profile
-from .record import BuildRecord, SourceInfo
+from .record import RECORD_FILE, BuildRecord, SourceInfo
 from .runner import Runner, home_runner
 from .sources import SourceTree, content_digest, file_digest, tree_digest
 from .stages.bolt import BoltContext, bolt_phases
@@ -307,10 +307,25 @@ class Pipeline:
             return f"{imported['training']} (imported from {Path(imported['file']).name})"
         return self.request.train.label if (self.instrumented or self.variant.bolt) else None
 
+    def earlier_smoke(self, digest: str | None) -> dict:
+        """The smoke answer of an earlier record of this very binary: a rerun without the smoke test
+        (--no-smoke) of an up-to-date build keeps it rather than writing that none was given."""
+        path = self.dir / RECORD_FILE
+        if not digest or not path.is_file():
+            return {}
+        try:
+            earlier = BuildRecord.load(path)
+        except (PgolabError, ValueError, OSError):
+            return {}
+        return ({"version": earlier.smoke, "huge_code_kib": earlier.huge_code_kib}
+                if earlier.binary_digest == digest else {})
+
     def write_record(self, versions: dict) -> BuildRecord:
         assert self.state is not None
         phases = self.all_phases()
         binary = self.target.server_binary(self.install_dir("final"))
+        digest = file_digest(binary) if binary.exists() else None
+        smoke = phases.get("smoke") or self.earlier_smoke(digest)
         check = self.layout.profile_check
         record = BuildRecord(
             label=self.request.name,
@@ -333,10 +348,10 @@ class Pipeline:
             build_seconds=round(sum(v["seconds"] for v in phases.values()), 1),
             build_cpu_seconds=round(sum(v.get("cpu_seconds") or 0 for v in phases.values()), 1),
             profile={k: phases[k] for k in ("merge", PROFILE_IMPORT, "check-profile") if k in phases},
-            smoke=phases.get("smoke", {}).get("version"),
-            huge_code_kib=phases.get("smoke", {}).get("huge_code_kib"),
+            smoke=smoke.get("version"),
+            huge_code_kib=smoke.get("huge_code_kib"),
             code_bytes=elf.code_bytes(binary) if binary.exists() else None,
-            binary_digest=file_digest(binary) if binary.exists() else None,
+            binary_digest=digest,
             code_digest=elf.loaded_digest(binary) if binary.exists() else None,
             native_avx512=self.toolchain.native_avx512() if self.variant.native else None,
             bolt={k: phases[k] for k in ("bolt-merge", "bolt-optimize") if k in phases} or None,
