@@ -103,7 +103,7 @@ class ShardQps(QpsMeasure):
 
 def shard_run(tmp_path: Path, store: Store, name: str, labels: list[str], binaries: dict[str, bytes],
               speeds=SPEEDS, options=OPTIONS, measures=None, avx512: tuple[str, ...] = (),
-              built: tuple[str, ...] = ()) -> None:
+              built: tuple[str, ...] = (), notes: list[str] = ()) -> None:
     """One shard's run of fake binaries; the `avx512` labels are -march=native builds that turned
     AVX-512 on, which cost mode leaves out; the `built` ones carry the build record pgolab writes of
     their file (its sha256 and the sha256 of what it runs)."""
@@ -123,7 +123,7 @@ def shard_run(tmp_path: Path, store: Store, name: str, labels: list[str], binari
         else:
             targets.append(BenchTarget(label, "binary", FakeInstallation(binary), BinaryInfo(str(binary), "", label)))
     bench.run_bench(store, name, "base", targets, options, f"pgolab matrix --shard ({name})",
-                    measures=measures or [ShardCost(speeds)], fleet_factory=FakeFleet)
+                    measures=measures or [ShardCost(speeds)], fleet_factory=FakeFleet, notes=notes)
 
 
 class NoNativeCost(FakeCost):
@@ -166,6 +166,18 @@ def test_a_matrix_builds_no_variant_its_measures_cannot_measure_here(tmp_path, m
         matrix.run_matrix(request, Store(tmp_path / "s.sqlite"), progress, "test")
     assert "CPU without AVX-512" in refused.value.hint
     assert progress.left == {}, "refused before anything is said left out or built"
+
+
+def test_what_a_shard_did_not_build_is_said_in_its_report_and_in_the_merged_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    store = Store(tmp_path / "s.sqlite")
+    note = "not built: rel_native, which no measure of this run can measure on Some CPU (cost: avx512f here)"
+    shard_run(tmp_path, store, "a", ["base", "lto"], {}, notes=[note])
+    shard_run(tmp_path, store, "b", ["base", "pgo"], {})
+    assert note in report.compute(store, "a").facts
+    merged = merge.merge(store, ["a", "b"], "m", "test")
+    assert f"{note} (shard a)" in report.compute(store, merged.run_id).facts
+    assert sum("not built" in f for f in report.compute(store, merged.run_id).facts) == 1
 
 
 def test_merged_shards_read_every_build_against_its_own_shard_base(tmp_path, monkeypatch):

@@ -21,12 +21,13 @@ from . import variants as variants_mod
 from .build import BuildRequest, BuildResult, Pipeline, require_buildable
 from .errors import PgolabError
 from .fleet import BenchTarget
+from .host import Host
 from .measurement import BenchOptions
 from .measures import of_modes
 from .phases import Reporter
 from .schedule import Progress
 from .sources import SourceTree
-from .store import Store
+from .store import NOT_BUILT, Store
 from .toolchains import compiler_family
 from .variants import Variant
 from .workloads import TrainingSpec
@@ -211,7 +212,7 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
     base = request.base
     if series and not target_labels.split(base)[0] and base not in [b.label for b in request.binaries]:
         base = target_label(request.sources[0], base, series)
-    notes = [f"not built: {name}, which no measure of this run can measure here ({why})"
+    notes = [f"{NOT_BUILT}{name}, which no measure of this run can measure on {Host.this().model()} ({why})"
              for name, why in left_out.items()]
     run_id = bench.run_bench(store, request.run_name, base, targets + request.binaries, request.options,
                              command, progress.bench_step, notes=notes)

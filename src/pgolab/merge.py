@@ -32,7 +32,7 @@ from .measurement import MODEL_FIGURE
 from .record import BuildRecord
 from .measures import MEASURES
 from .binaries import digest_listing, same_binary
-from .store import ShardFacts, Store, StoredTarget, identity_difference
+from .store import ShardFacts, Store, StoredTarget, identity_difference, not_built
 
 # How far one binary's read-only cost per query moved between machines (Debian's mariadbd on three:
 # 0.02-1.4 % on instructions at equal cost scale): two bases with different digests are one anchor
@@ -249,6 +249,7 @@ def merged_rows(shards: list[Shard], name: str, command: str, dropped: set[str] 
     run = dict(shards[0].rows["run"])
     notes = [command, f"merged from {', '.join(s.name for s in shards)}: shard k's instance i is instance "
                       f"{INSTANCE_STRIDE}·k + i; every build is read against its own shard's base", *notes]
+    notes += [f"{line} (shard {s.name})" for s in shards for line in not_built(json.loads(s.rows["run"]["commands"]))]
     # merged_from identifies the merge; the rest describes it (MergedShards.DESCRIBED): a run merged
     # before those keys existed is the same merge.
     identity = {"merged_from": [_identity(s) for s in shards],

@@ -145,6 +145,16 @@ class MergedShards:
         return cls(tuple(shards), dict(identity.get("clock_per_cpu", {})))
 
 
+# A run's note, beside its commands, of a variant its matrix did not build because no measure of the
+# run could measure it there (cost and -march=native with AVX-512); a merge carries it on.
+NOT_BUILT = "not built: "
+
+
+def not_built(commands: list[str]) -> list[str]:
+    """The not-built notes among a run's commands."""
+    return [c for c in commands if c.startswith(NOT_BUILT)]
+
+
 @dataclass(frozen=True)
 class StoredRun:
     """A run as stored: what it measured, on which machine, and how far it got."""

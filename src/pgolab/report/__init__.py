@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..errors import PgolabError
 from ..measures import MEASURES
-from ..store import MergedShards, Store, StoredRun
+from ..store import MergedShards, Store, StoredRun, not_built
 from ..analysis import Analysis, analyse, series_pairs
 from ..document import Chart, Column, Report, Table, words
 from .notes import METHOD_NOTE, concurrency_note, multiple_comparisons_note, noise_note
@@ -66,6 +66,7 @@ def compute(store: Store, run_ref: str | int | None, base: str | None = None) ->
     facts += [line for m in measured for line in m.facts(samples)]
     facts += [f"{m.key} not measured for {label}: {reason}" for m in measures if m.key in run.options.modes
               for label, reason in m.unavailable(targets).items()]
+    facts += not_built(run.commands)
     notes = [("Method", METHOD_NOTE), ("Noise", noise_note(a, run.options, measures)),
              ("Multiple comparisons", multiple_comparisons_note(micro, run.options, measured))]
     cores = run.host.cores if isinstance(run.host.cores, int) else None
