@@ -180,6 +180,31 @@ def test_what_a_shard_did_not_build_is_said_in_its_report_and_in_the_merged_one(
     assert sum("not built" in f for f in report.compute(store, merged.run_id).facts) == 1
 
 
+def test_axis_twins_in_two_shards_are_read_through_each_shards_base(tmp_path, monkeypatch):
+    """rel and rel_lto fell in different shards: the merged run has no block where both ran, so LTO's
+    effect is each test's ratio to its own shard's base, one less the other. In cost mode it is the
+    true 1.05 with the bound counted twice (wider than the same pair measured in one shard); on the
+    clock (the fake's noise repeats from shard to shard) it is 1.05 too."""
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    speeds = {"base": 1.0, "rel": 1.1, "rel_lto": 1.155}
+    options = BenchOptions(suite="quick", modes=("qps", "cost"), instances=3, blocks=2, cost_write_repeats=2)
+    store = Store(tmp_path / "s.sqlite")
+    for name, labels in (("a", ["base", "rel"]), ("b", ["base", "rel_lto"]), ("one", ["base", "rel", "rel_lto"])):
+        shard_run(tmp_path, store, name, labels, {}, speeds=speeds, options=options,
+                  measures=[ShardQps(speeds), ShardCost(speeds)])
+    merged = report.compute(store, merge.merge(store, ["a", "b"], "m", "test").run_id)
+    alone = report.compute(store, "one")
+    row = next(r for r in merged.table("axes").rows if r["build"] == "rel_lto")
+    same = next(r for r in alone.table("axes").rows if r["build"] == "rel_lto")
+    assert row["against"] == "rel" and row["cycles"].value == pytest.approx(1.05)
+    assert same["cycles"].value == pytest.approx(1.05)
+    assert row["cycles"].half_width == pytest.approx(same["cycles"].half_width * 2 ** 0.5, rel=0.05)
+    assert row["qps"].low <= 1.05 <= row["qps"].high and row["qps"].value == pytest.approx(1.05, rel=0.02)
+    assert "Measured in different shards, so read through each shard's own base" in merged.table("axes").note
+    assert "rel_lto against rel" in merged.table("axes").note
+    assert "different shards" not in (alone.table("axes").note or "")
+
+
 def test_merged_shards_read_every_build_against_its_own_shard_base(tmp_path, monkeypatch):
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
     one, two = Store(tmp_path / "one.sqlite"), Store(tmp_path / "two.sqlite")

@@ -13,7 +13,7 @@ import numpy as np
 from . import labels as target_labels, stats
 from .host import Host
 from .measurement import FIGURES, BenchOptions, Figure
-from .store import Store
+from .store import INSTANCE_STRIDE, Store
 from .suite import GROUPS, threads_of
 from .variants import AxisPair, axis_pairs
 
@@ -42,6 +42,9 @@ class Analysis:
     # blocks included: what the sensitivity checks re-estimate from
     values: dict[str, dict[tuple[str, int, int, str], float]] = field(default_factory=dict, repr=False)
     options: BenchOptions | None = None     # what the run was asked to measure (threads, tables, pinning)
+    # (reference, label) pairs that never ran in one block (two shards of a merged run): read through
+    # each one's own base (stats.bridged_observations)
+    bridged: set[tuple[str, str]] = field(default_factory=set)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def estimates(self, figure: Figure, reference: str, label: str) -> stats.SuiteEstimates | None:
@@ -91,8 +94,10 @@ class Analysis:
             return None
         cached = (figure.key, reference, label, "with excluded")
         if cached not in self._cache:
-            obs = stats.paired_observations(self.values.get(figure.key, {}), reference, label, figure.ratio_sign())
-            self._cache[cached] = stats.SuiteEstimates.of(obs, tolerance=self.bounds.get(figure.mode))
+            obs, tolerance = pair_observations(self.values.get(figure.key, {}), self.base, reference, label,
+                                               figure.ratio_sign(), self.bounds.get(figure.mode), frozenset(),
+                                               (reference, label) in self.bridged)
+            self._cache[cached] = stats.SuiteEstimates.of(obs, tolerance=tolerance)
         return self._cache[cached]
 
     def present(self) -> list[Figure]:
@@ -128,18 +133,30 @@ def series_pairs(labels: list[str]) -> list[tuple[str, str]]:
     return [(same[0], later) for same in by_variant.values() for later in same[1:]]
 
 
+def pair_observations(values: dict, base: str, reference: str, label: str, sign: int, tolerance: float | None,
+                      skip: set, bridged: bool) -> tuple[dict[str, list[stats.Observation]], float | None]:
+    """The observations of `label` against `reference` and the bound their estimator adds: from their
+    common blocks, or, `bridged`, through each one's own base with the bound twice."""
+    if bridged:
+        return (stats.bridged_observations(values, base, reference, label, sign, skip, INSTANCE_STRIDE),
+                stats.bridged_tolerance(tolerance))
+    return stats.paired_observations(values, reference, label, sign, skip), tolerance
+
+
 def analyse(store: Store, run_id: int, base: str, labels: list[str],
             tolerances: dict[str, float | None], host: Host | None = None,
-            samples: list | None = None, options: BenchOptions | None = None) -> Analysis:
+            samples: list | None = None, options: BenchOptions | None = None, merged: bool = False) -> Analysis:
     """tolerances: per measure key, the repeatability bound its estimator adds (Measure.tolerance); a
     measure named there is analysed if the run holds its samples. samples: the run's, if the caller
-    has them already."""
+    has them already. merged: a run of shards, where a pair of builds from two shards shares no block
+    and is read through each one's base."""
     samples = samples if samples is not None else store.samples(run_id)
     excluded = store.excluded(run_id)
     micros = list(dict.fromkeys(s.step.micro for s in samples))
     group_of = {s.step.micro: s.group for s in samples}
     variants = [l for l in labels if l != base]
     suites, pairs = {}, {}
+    bridged: set[tuple[str, str]] = set()
     series = series_pairs(labels)
     axes = axis_pairs(labels)
     references = dict.fromkeys(series + [(p.without, p.with_) for p in axes])   # ordered, and a set
@@ -161,14 +178,20 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
                 if label == base:
                     base_by_instance[figure.key][(micro, inst)].append(v)
             for reference, label in dict.fromkeys([(base, l) for l in variants] + list(references)):
-                obs = stats.paired_observations(values, reference, label, figure.ratio_sign(), skip)
+                obs, bound = pair_observations(values, base, reference, label, figure.ratio_sign(), tolerance,
+                                               skip, False)
+                if not obs and merged and reference != base:
+                    obs, bound = pair_observations(values, base, reference, label, figure.ratio_sign(), tolerance,
+                                                   skip, True)
+                    if obs:
+                        bridged.add((reference, label))
                 if obs:
-                    estimates = stats.SuiteEstimates.of(obs, tolerance=tolerance)
+                    estimates = stats.SuiteEstimates.of(obs, tolerance=bound)
                     if reference == base:
                         suites[(figure.key, label)] = estimates
                     if (reference, label) in references:
                         pairs[(figure.key, reference, label)] = estimates
     return Analysis(base, variants, micros, group_of, suites, base_by_instance,
                     {k: float(np.mean(v)) for k, v in absolute.items()}, excluded, pairs, series, axes, host,
-                    {mode: tolerances[mode] for mode in tolerances if mode in measured}, stored, options)
+                    {mode: tolerances[mode] for mode in tolerances if mode in measured}, stored, options, bridged)
 

@@ -32,13 +32,12 @@ from .measurement import MODEL_FIGURE
 from .record import BuildRecord
 from .measures import MEASURES
 from .binaries import digest_listing, same_binary
-from .store import ShardFacts, Store, StoredTarget, identity_difference, not_built
+from .store import INSTANCE_STRIDE, ShardFacts, Store, StoredTarget, identity_difference, not_built
 
 # How far one binary's read-only cost per query moved between machines (Debian's mariadbd on three:
 # 0.02-1.4 % on instructions at equal cost scale): two bases with different digests are one anchor
 # only if every test's estimated cycles agree within this.
 CROSS_MACHINE_BOUND = 0.015
-INSTANCE_STRIDE = 100
 
 
 @dataclass(frozen=True)

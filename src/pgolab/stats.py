@@ -670,6 +670,32 @@ def group_summary(values: list[float]) -> dict[str, float]:
             "median": float(np.median(a))}
 
 
+def bridged_observations(values: dict[tuple[str, int, int, str], float], base: str, reference: str, label: str,
+                         sign: int, excluded: set[tuple[str, int, int]] = frozenset(),
+                         stride: int = 1) -> dict[str, list[Observation]]:
+    """Per microbenchmark, `label` against `reference` through the base, for two targets that never ran
+    in one block (the shards of a merged run, each with its own base): the label's log ratio against
+    the base of its block, less the reference's against the base of the block at the same place in
+    its own instances (instance modulo `stride`, block). The two are independent, so each observation
+    carries both variances, and the estimator sees them."""
+    ours = paired_observations(values, base, label, sign, excluded)
+    theirs = paired_observations(values, base, reference, sign, excluded)
+    out: dict[str, list[Observation]] = {}
+    for micro in ours.keys() & theirs.keys():
+        at = {(o.instance % stride, o.block): o.log_ratio for o in theirs[micro]}
+        obs = [Observation(o.instance, o.block, o.log_ratio - at[(o.instance % stride, o.block)])
+               for o in ours[micro] if (o.instance % stride, o.block) in at]
+        if obs:
+            out[micro] = obs
+    return out
+
+
+def bridged_tolerance(tolerance: float | None) -> float | None:
+    """A repeatability bound for a ratio read through two bases: two pairs of servers may each be off
+    by the bound, independently (the bound's variance twice)."""
+    return None if tolerance is None else math.expm1(math.sqrt(2) * math.log1p(tolerance))
+
+
 def paired_observations(values: dict[tuple[str, int, int, str], float], base: str, label: str,
                         sign: int, excluded: set[tuple[str, int, int]] = frozenset()) -> dict[str, list[Observation]]:
     """Per microbenchmark, the log ratios of `label` against `base` in the blocks where both ran.

@@ -110,6 +110,11 @@ class ShardFacts:
         return cls(**{**data, "builds": tuple(data.get("builds", ()))})
 
 
+# A merged run renumbers its shards' instances: shard k's instance i is INSTANCE_STRIDE·k + i, so
+# each build pairs with its own shard's base.
+INSTANCE_STRIDE = 100
+
+
 @dataclass(frozen=True)
 class MergedShards:
     """What a merged run's identity records of its shards (merge.merged_rows writes it): each shard's

@@ -32,7 +32,8 @@ def analysis_of(store: Store, run_ref: str | int | None, base: str | None = None
         raise PgolabError(f"run {run.name!r} has no target {base!r}",
                           hint=f"its targets: {', '.join(labels)}")
     tolerances = {m.key: m.tolerance(run.options) for m in MEASURES.values()}
-    return run, analyse(store, run.id, base, labels, tolerances, run.host, store.samples(run.id), run.options)
+    return run, analyse(store, run.id, base, labels, tolerances, run.host, store.samples(run.id), run.options,
+                        merged=run.merged is not None)
 
 
 def compute(store: Store, run_ref: str | int | None, base: str | None = None) -> Report:

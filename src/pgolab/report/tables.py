@@ -301,9 +301,13 @@ def axes_table(a: Analysis) -> Table | None:
                + ratio_columns(a, figs) + [Column("sensitivity", "sensitivity")])
     rows = [{"axis": p.axis, "build": p.with_, "against": p.without, **pair_cells(a, figs, p.without, p.with_)}
             for p in a.axes]
+    across = [f"{p.with_} against {p.without}" for p in a.axes if (p.without, p.with_) in a.bridged]
+    bridged = (f" Measured in different shards, so read through each shard's own base (no common block; "
+               f"each test's ratio to its base, one less the other, with the repeatability bound counted for "
+               f"both pairs of servers): {', '.join(across)}." if across else "")
     return Table("axes", "Per axis: each build against its twin without that axis", columns, rows,
                  note="Geometric mean over the suite; above 1 the axis helps. The summary gives each axis's "
-                      f"spread over its pairs. {SENSITIVITY_NOTE}")
+                      f"spread over its pairs.{bridged} {SENSITIVITY_NOTE}")
 
 
 def axis_summary_table(a: Analysis) -> Table | None:
