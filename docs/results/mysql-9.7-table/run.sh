@@ -37,13 +37,9 @@ fi
 [[ $STEP =~ ^[0-9]+$ && $STEP -ge 1 && $STEP -le $N ]] || { echo "error: PROOF_STEPS is a shard 1 to $N, or merge" >&2; exit 2; }
 # A shard whose run file is committed is done: the queue goes on to the next piece.
 if f=$(piece_file shard$STEP.run.gz); then echo "shard $STEP of $N: done ($f), skipped"; exit 0; fi
-# A -march=native build's cost cannot be measured on a CPU with AVX-512 (valgrind 3.19), and it is
-# the shard's one build: such a shard waits for a CPU without it, and the queue goes on.
-BUILD=$("$(dirname "$P")/python" -c "import sys; from pgolab import matrix, variants
-print(matrix.shard_of([variants.parse(n) for n in sys.argv[1].split(',')], $STEP, $N)[0].name)" "$NON_PGO")
-if [[ $BUILD == *native* ]] && cpu_has_avx512; then
-  echo "shard $STEP of $N ($BUILD): this CPU has AVX-512, which valgrind 3.19 cannot run; left for a CPU without it" >&2; exit 0
-fi
+# A -march=native build's cost cannot be measured on a CPU with AVX-512 (valgrind 3.19): there its
+# shard measures its QPS, and its cost is reported unavailable with the reason (every machine so far
+# had AVX-512; a CPU without it may never come).
 S=$($P source mysql --version 9.7.2)
 $P matrix "$S" --variants "$NON_PGO" --base rel_o2nofp --measure cost,qps --suite full --instances 2 --blocks 3 \
   --seconds 1 --cost-jobs 2 --cost-scale 0.25 --shard "$STEP/$N" --run "mysql-table-shard$STEP-of-$N-{binaries}" \
