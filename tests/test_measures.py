@@ -154,6 +154,13 @@ def test_cost_mode_leaves_out_a_native_build_with_avx512_and_the_report_says_why
     assert store.run("refused") is None, "refused before anything was stored"
     assert COST.unavailable([replace(native, description=replace(record, native_avx512=[]))]) == {}, \
         "no AVX-512: measured"
+    # With QPS asked too, the -march=native build alone beside the base is measured in QPS; cost, left
+    # with the base alone, measures nothing, and the report says why.
+    both = replace(options, modes=("qps", "cost"), instances=1, blocks=2)
+    run_id = bench.run_bench(store, "qps-too", "a", [a, replace(native, label="b")], both, "test", measures=[FakeQps(), COST],
+                             fleet_factory=FakeFleet)
+    assert {(s.step.mode, s.step.label) for s in store.samples(run_id)} == {("qps", "a"), ("qps", "b")}
+    assert "cost not measured for b: built with -march=native" in "\n".join(report.compute(store, run_id).facts)
 
 
 def test_what_native_turns_on_is_read_from_each_compiler():

@@ -205,6 +205,25 @@ def test_axis_twins_in_two_shards_are_read_through_each_shards_base(tmp_path, mo
     assert "different shards" not in (alone.table("axes").note or "")
 
 
+def test_a_shard_that_measured_no_cost_of_another_base_binary_is_no_anchor(tmp_path, monkeypatch):
+    """A shard whose only build cost mode could not measure (-march=native with AVX-512) measures QPS
+    alone; if its base is another binary, nothing shows the anchor held, and the merge refuses it."""
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    options = BenchOptions(suite="quick", modes=("qps", "cost"), instances=2, blocks=2, cost_write_repeats=2)
+    speeds = {**SPEEDS, "native": 1.05}
+    store = Store(tmp_path / "s.sqlite")
+    measures = [ShardQps(speeds), ShardCost(speeds)]
+    shard_run(tmp_path, store, "a", ["base", "lto"], {}, speeds=speeds, options=options, measures=measures)
+    shard_run(tmp_path, store, "same", ["base", "native"], {}, speeds=speeds, options=options, measures=measures,
+              avx512=("native",))
+    assert {s.step.mode for s in store.samples(store.run("same").id)} == {"qps"}
+    assert merge.merge(store, ["a", "same"], "m", "test").run_id, "one base binary: the anchor holds"
+    shard_run(tmp_path, store, "other", ["base", "native"], {"base": b"rebuilt elsewhere"}, speeds=speeds,
+              options=options, measures=measures, avx512=("native",))
+    with pytest.raises(PgolabError, match="other measured its cost in no test a did"):
+        merge.merge(store, ["a", "other"], "m2", "test")
+
+
 def test_merged_shards_read_every_build_against_its_own_shard_base(tmp_path, monkeypatch):
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
     one, two = Store(tmp_path / "one.sqlite"), Store(tmp_path / "two.sqlite")

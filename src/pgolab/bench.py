@@ -70,14 +70,22 @@ def check_targets(base: str, targets: list[BenchTarget]) -> str:
     return "+".join(sorted(servers_of))
 
 
-def check_measurable(mode: str, base: str, labels: list[str], left_out: dict[str, str]) -> None:
-    """A measure measures the targets it can, unless that leaves nothing to compare: the base, or
-    every build, out of it."""
-    if left_out and (base in left_out or len(labels) - len(left_out) < 2):
-        label = base if base in left_out else next(iter(left_out))
-        raise PgolabError(f"{mode} of {label}: {left_out[label]}; nothing left to compare in {mode} mode",
+def check_measurable(base: str, labels: list[str], left_out: dict[str, dict[str, str]]) -> set[str]:
+    """The measures (keys of `left_out`: each measure's targets it cannot measure, with why) that have
+    builds to compare; a measure left with the base alone measures nothing, and the report says why
+    of each build it left out. Refused: the base left out of a measure, or nothing to compare in any."""
+    if not any(left_out.values()):
+        return set(left_out)
+    comparing = {mode for mode, out in left_out.items() if len(labels) - len(out) >= 2}
+    refused = next(((mode, base) for mode, out in left_out.items() if base in out), None)
+    if refused is None and not comparing:
+        refused = next((mode, next(iter(out))) for mode, out in left_out.items() if out)
+    if refused is not None:
+        mode, label = refused
+        raise PgolabError(f"{mode} of {label}: {left_out[mode][label]}; nothing left to compare in {mode} mode",
                           hint=f"leave {mode} out of --measure, or build {label} so that {mode} mode can run it "
                                "(for cost: without _native, or on a CPU without AVX-512)")
+    return comparing
 
 
 FleetFactory = Callable[[list[BenchTarget], Path, BenchOptions, str], Fleet]
@@ -93,8 +101,7 @@ def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget]
     measures = measures if measures is not None else measures_mod.of_modes(options.modes)
     server = check_targets(base, targets)
     left_out = {m.key: m.unavailable(targets) for m in measures}
-    for measure in measures:
-        check_measurable(measure.key, base, [t.label for t in targets], left_out[measure.key])
+    comparing = check_measurable(base, [t.label for t in targets], left_out)
     for client in clients.needed(options.micros()):
         for t in targets:
             client.check(t.installation)
@@ -118,7 +125,7 @@ def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget]
     progress = Progress(0)
     try:
         fleet.prepare()
-        for measure in measures:
+        for measure in (m for m in measures if m.key in comparing):
             measured = [label for label in labels if label not in left_out[measure.key]]
             executor = measure.executor(fleet, options, measured)
             try:

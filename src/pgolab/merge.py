@@ -179,6 +179,11 @@ def check_anchor(shards: list[Shard], base: str, bound: float = CROSS_MACHINE_BO
                                "measure cost in every shard")
     for shard in shards[1:]:
         cycles = _base_cycles(shard, base)
+        if not reference.keys() & cycles.keys():
+            raise PgolabError(f"the base {base} is not shown to be one binary ({digest_listing(named)}) and "
+                              f"{shard.name} measured its cost in no test {shards[0].name} did",
+                              hint="rebuild the base identically in every shard (same source, toolchain, variant) "
+                                   "or measure its cost on the same suite in every shard")
         off = sorted(m for m in reference if m in cycles and abs(math.log(cycles[m] / reference[m])) > bound)
         if off:
             raise PgolabError(f"the base {base} of {shard.name} is another binary than {shards[0].name}'s and costs "
