@@ -89,6 +89,8 @@ def test_a_share_no_worker_can_measure_is_said_and_left_out_of_the_merge(local_c
     assert {r["build"] for r in report.compute(store, run_id).table("builds").rows} == {"rel_pgo_use"}
     assert any("rel_lto not built on a fake worker, which cannot measure it: rel_lto: cost: avx512f here" in line
                for line in said), said
+    assert "not built: rel_lto, which worker a fake worker could not measure (rel_lto: cost: avx512f here)" in \
+        report.compute(store, run_id).facts
     lto_only = [s for s in shares if s.variants == ("rel_lto",)]
     with pytest.raises(PgolabError, match="no worker could measure any of the builds"):
         cluster.run(local_cluster, lto_only, store, "m2", "test", say=said.append)

@@ -91,3 +91,92 @@ def test_mariadb_and_mysql_share_a_run_on_data_of_their_own_family():
     assert target("p", "postgresql", "17.11").data_family == "postgresql-17"
     with pytest.raises(PgolabError, match="PostgreSQL is benchmarked in a run of its own"):
         bench.check_targets("a", [maria, target("p", "postgresql", "15.18")])
+
+
+class _NoNativeCost:
+    """Cost on a CPU with AVX-512: a -march=native build cannot be measured."""
+    key = "cost"
+
+    def variant_unavailable(self, variant):
+        return "-march=native enables avx512f here" if variant.native else None
+
+
+class _Progress:
+    def __init__(self):
+        self.left, self.built = {}, []
+
+    def left_out(self, variant, reason):
+        self.left[variant.name] = reason
+
+    def build_started(self, index, total, variant):
+        self.built.append(variant.name)
+
+    def build_finished(self, index, total, result, seconds):
+        pass
+
+    def bench_step(self, state):
+        pass
+
+
+def test_a_cost_only_matrix_builds_what_it_can_measure_and_notes_the_rest(tmp_path, monkeypatch):
+    """The orchestration around real variants and a real store, with the builds and the benchmark
+    faked: a -march=native variant cost mode cannot measure here is not built and the run notes it;
+    a version series and replicates count their targets; a -march=native base is refused before any
+    build; a stored run of that name that holds the variant keeps it."""
+    from types import SimpleNamespace
+
+    from pgolab.measurement import BenchOptions
+    from pgolab.sources import SourceTree
+    from pgolab.store import NOT_BUILT, Store
+    from pgolab.workloads import parse_train
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(matrix, "of_modes", lambda modes: [_NoNativeCost()])
+
+    class FakePipeline:
+        def __init__(self, request, reporter):
+            self.name = request.name
+
+        def run(self):
+            record = SimpleNamespace(label=self.name, kind="build", installation=lambda: None)
+            return SimpleNamespace(record=record, up_to_date=True)
+
+    benched = []
+    monkeypatch.setattr(matrix, "Pipeline", FakePipeline)
+    monkeypatch.setattr(matrix, "_log_timing", lambda run_name, result: tmp_path / "timing")
+    store = Store(tmp_path / "s.sqlite")
+    run_id = store.create_or_resume_run("held", server="postgresql", base="rel_o2nofp", suite="quick",
+                                        options=BenchOptions(), host=matrix.Host.this(), identity={}, command="x")[0]
+
+    def fake_bench(store_, run_name, base, targets, options, command, on_step, notes=()):
+        benched.append(([t.label for t in targets], list(notes)))
+        return run_id
+
+    monkeypatch.setattr(matrix.bench, "run_bench", fake_bench)
+    tree = SourceTree(tmp_path, "postgresql", "15.18")
+    TRAIN = parse_train("mix", 10)
+    cost = BenchOptions(suite="quick", modes=("cost",))
+    request = matrix.MatrixRequest(sources=[tree], variants=[variants.parse(n) for n in ("rel_o2nofp_native", "rel_lto")],
+                                   base="rel_o2nofp", train=TRAIN, options=cost, run_name="m-{binaries}")
+    progress = _Progress()
+    result = matrix.run_matrix(request, store, progress, "test")
+    assert progress.built == ["rel_o2nofp", "rel_lto"] and set(progress.left) == {"rel_o2nofp_native"}
+    assert result.left_out == {"rel_o2nofp_native": "cost: -march=native enables avx512f here"}
+    labels_, notes = benched[-1]
+    assert labels_ == ["rel_o2nofp", "rel_lto"]
+    assert len(notes) == 1 and notes[0].startswith(f"{NOT_BUILT}rel_o2nofp_native, which no measure of this run")
+    # The base against its own second replicate is something to compare; the base alone is not.
+    only_native = matrix.MatrixRequest(sources=[tree], variants=[variants.parse("rel_o2nofp_native")],
+                                       base="rel_o2nofp", train=TRAIN, options=cost, run_name="r-{binaries}")
+    from dataclasses import replace
+    matrix.run_matrix(replace(only_native, replicates=2), store, _Progress(), "test")
+    assert benched[-1][0] == ["rel_o2nofp", "rel_o2nofp+r2"]
+    with pytest.raises(PgolabError, match="nothing to compare on this machine"):
+        matrix.run_matrix(only_native, store, _Progress(), "test")
+    with pytest.raises(PgolabError, match="cost cannot measure the base rel_o2nofp_native here") as refused:
+        matrix.run_matrix(replace(only_native, base="rel_o2nofp_native"), store, progress := _Progress(), "test")
+    assert progress.built == [] and "another --base" in refused.value.hint
+    # A run stored under this very name with the variant among its targets: it is built again.
+    store.add_target(run_id, "rel_o2nofp_native", "binary", "/x", "d" * 64, build_record("postgresql", "15.18"))
+    progress = _Progress()
+    matrix.run_matrix(replace(only_native, run_name="held"), store, progress, "test")
+    assert progress.built == ["rel_o2nofp", "rel_o2nofp_native"] and progress.left == {}

@@ -3,6 +3,7 @@ the base, and merge makes one run or refuses with the reason (fake measures: pur
 store, scheduler and report)."""
 
 import json
+import random
 from dataclasses import replace
 from pathlib import Path
 
@@ -94,11 +95,13 @@ class ShardQpsExecutor(FakeExecutor):
 
 
 class ShardQps(QpsMeasure):
-    def __init__(self, speeds, pace=1.0):
-        self.speeds, self.pace = speeds, pace
+    def __init__(self, speeds, pace=1.0, seed=7):
+        self.speeds, self.pace, self.seed = speeds, pace, seed
 
     def executor(self, fleet, options, labels):
-        return ShardQpsExecutor(fleet, options, labels, self.speeds, self.pace)
+        executor = ShardQpsExecutor(fleet, options, labels, self.speeds, self.pace)
+        executor.random = random.Random(self.seed)      # each machine's noise of its own
+        return executor
 
 
 def shard_run(tmp_path: Path, store: Store, name: str, labels: list[str], binaries: dict[str, bytes],
@@ -184,14 +187,15 @@ def test_axis_twins_in_two_shards_are_read_through_each_shards_base(tmp_path, mo
     """rel and rel_lto fell in different shards: the merged run has no block where both ran, so LTO's
     effect is each test's ratio to its own shard's base, one less the other. In cost mode it is the
     true 1.05 with the bound counted twice (wider than the same pair measured in one shard); on the
-    clock (the fake's noise repeats from shard to shard) it is 1.05 too."""
+    clock, each shard with noise of its own, near 1.05 with a wider interval than within one shard."""
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
     speeds = {"base": 1.0, "rel": 1.1, "rel_lto": 1.155}
     options = BenchOptions(suite="quick", modes=("qps", "cost"), instances=3, blocks=2, cost_write_repeats=2)
     store = Store(tmp_path / "s.sqlite")
-    for name, labels in (("a", ["base", "rel"]), ("b", ["base", "rel_lto"]), ("one", ["base", "rel", "rel_lto"])):
+    for seed, (name, labels) in enumerate((("a", ["base", "rel"]), ("b", ["base", "rel_lto"]),
+                                           ("one", ["base", "rel", "rel_lto"]))):
         shard_run(tmp_path, store, name, labels, {}, speeds=speeds, options=options,
-                  measures=[ShardQps(speeds), ShardCost(speeds)])
+                  measures=[ShardQps(speeds, seed=seed), ShardCost(speeds)])
     merged = report.compute(store, merge.merge(store, ["a", "b"], "m", "test").run_id)
     alone = report.compute(store, "one")
     row = next(r for r in merged.table("axes").rows if r["build"] == "rel_lto")
@@ -199,10 +203,17 @@ def test_axis_twins_in_two_shards_are_read_through_each_shards_base(tmp_path, mo
     assert row["against"] == "rel" and row["cycles"].value == pytest.approx(1.05)
     assert same["cycles"].value == pytest.approx(1.05)
     assert row["cycles"].half_width == pytest.approx(same["cycles"].half_width * 2 ** 0.5, rel=0.05)
-    assert row["qps"].low <= 1.05 <= row["qps"].high and row["qps"].value == pytest.approx(1.05, rel=0.02)
+    assert row["qps"].low < 1.05 < row["qps"].high and row["qps"].value == pytest.approx(1.05, rel=0.02)
+    assert row["qps"].half_width > same["qps"].half_width, "two shards' noise, not one block's"
     assert "Measured in different shards, so read through each shard's own base" in merged.table("axes").note
+    assert "the ±0.5% bound of cost is ±0.7% there" in merged.table("axes").note
     assert "rel_lto against rel" in merged.table("axes").note
     assert "different shards" not in (alone.table("axes").note or "")
+    # rel measured in two shards: pairing one rel_lto observation with either would count it twice.
+    shard_run(tmp_path, store, "c", ["base", "rel"], {}, speeds=speeds, options=options,
+              measures=[ShardQps(speeds, seed=5), ShardCost(speeds)])
+    three = report.compute(store, merge.merge(store, ["a", "b", "c"], "m3", "test").run_id)
+    assert next(r for r in three.table("axes").rows if r["build"] == "rel_lto")["cycles"] is None
 
 
 def test_a_shard_that_measured_no_cost_of_another_base_binary_is_no_anchor(tmp_path, monkeypatch):

@@ -42,9 +42,9 @@ class Analysis:
     # blocks included: what the sensitivity checks re-estimate from
     values: dict[str, dict[tuple[str, int, int, str], float]] = field(default_factory=dict, repr=False)
     options: BenchOptions | None = None     # what the run was asked to measure (threads, tables, pinning)
-    # (reference, label) pairs that never ran in one block (two shards of a merged run): read through
-    # each one's own base (stats.bridged_observations)
-    bridged: set[tuple[str, str]] = field(default_factory=set)
+    # (mode, reference, label): pairs that never ran in one block of that measure (two shards of a
+    # merged run), read through each one's own base (stats.bridged_observations)
+    bridged: set[tuple[str, str, str]] = field(default_factory=set)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def estimates(self, figure: Figure, reference: str, label: str) -> stats.SuiteEstimates | None:
@@ -96,7 +96,7 @@ class Analysis:
         if cached not in self._cache:
             obs, tolerance = pair_observations(self.values.get(figure.key, {}), self.base, reference, label,
                                                figure.ratio_sign(), self.bounds.get(figure.mode), frozenset(),
-                                               (reference, label) in self.bridged)
+                                               (figure.mode, reference, label) in self.bridged)
             self._cache[cached] = stats.SuiteEstimates.of(obs, tolerance=tolerance)
         return self._cache[cached]
 
@@ -156,7 +156,7 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
     group_of = {s.step.micro: s.group for s in samples}
     variants = [l for l in labels if l != base]
     suites, pairs = {}, {}
-    bridged: set[tuple[str, str]] = set()
+    bridged: set[tuple[str, str, str]] = set()
     series = series_pairs(labels)
     axes = axis_pairs(labels)
     references = dict.fromkeys(series + [(p.without, p.with_) for p in axes])   # ordered, and a set
@@ -184,7 +184,7 @@ def analyse(store: Store, run_id: int, base: str, labels: list[str],
                     obs, bound = pair_observations(values, base, reference, label, figure.ratio_sign(), tolerance,
                                                    skip, True)
                     if obs:
-                        bridged.add((reference, label))
+                        bridged.add((mode, reference, label))
                 if obs:
                     estimates = stats.SuiteEstimates.of(obs, tolerance=bound)
                     if reference == base:

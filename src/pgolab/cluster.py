@@ -35,7 +35,7 @@ from .measures import MEASURES
 from .phases import QuietReporter
 from .runner import home_runner
 from .schedule import Progress
-from .store import Store
+from .store import NOT_BUILT, Store
 from .variants import Variant, parse
 from .workloads import TrainingSpec
 
@@ -135,7 +135,7 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
         say(f"cluster {address}: {len(workers)} workers, {len(shares_)} tasks (one build each, beside the base)")
         futures = {client.submit(run_share, s, resources={RESOURCE: 1}, pure=False, key=f"pgolab-{s.run_name}"): s
                    for s in shares_}
-        pending, done, measured = set(futures), 0, []
+        pending, done, measured, not_built = set(futures), 0, [], []
         while pending:
             try:
                 finished, pending = wait(pending, timeout=60, return_when="FIRST_COMPLETED")
@@ -149,8 +149,11 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
                 result: ShareResult = future.result()
                 done += 1
                 if result.left_out:
-                    say(f"[{done}/{len(shares_)}] {', '.join(futures[future].variants)} not built on {result.worker}, "
+                    variants = ', '.join(futures[future].variants)
+                    say(f"[{done}/{len(shares_)}] {variants} not built on {result.worker}, "
                         f"which cannot measure it: {result.left_out}")
+                    not_built.append(f"{NOT_BUILT}{variants}, which worker {result.worker} could not measure "
+                                     f"({result.left_out})")
                     continue
                 measured.append(result.run_name)
                 with tempfile.TemporaryDirectory() as tmp:
@@ -164,4 +167,5 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
     if not measured:
         raise PgolabError("no worker could measure any of the builds",
                           hint="add workers on a CPU without AVX-512 for -march=native builds in cost mode")
-    return merge.merge(store, [s.run_name for s in shares_ if s.run_name in measured], name, command, at_least=1)
+    return merge.merge(store, [s.run_name for s in shares_ if s.run_name in measured], name, command, at_least=1,
+                       notes=not_built)

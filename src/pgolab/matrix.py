@@ -169,6 +169,23 @@ def unmeasurable_here(chosen: list[Variant], base: str, options: BenchOptions) -
     return out
 
 
+def check_base_measurable(base: Variant, options: BenchOptions) -> None:
+    """Every measure of the run measures the base (each build is read against it): refused before
+    anything is built, not after."""
+    for m in of_modes(options.modes):
+        if (why := m.variant_unavailable(base)) is not None:
+            raise PgolabError(f"{m.key} cannot measure the base {base.name} here: {why}",
+                              hint="choose another --base (rel_o2nofp), leave that measure out of --measure, or "
+                                   "run it on a CPU without AVX-512")
+
+
+def _stored_variants(store: Store, run_name: str) -> set[str]:
+    """The variants a stored run of this very name already holds: a run this matrix continues keeps
+    its targets, so a variant built before the not-built rule is built (found up to date) again."""
+    run = store.run(run_name) if "{" not in run_name else None
+    return {target_labels.split(t.label)[1] for t in store.targets(run.id)} if run else set()
+
+
 def target_label(source: SourceTree, build_label: str, series: bool) -> str:
     """A build's label in the run: its own, or with its server and version when trees are mixed."""
     return target_labels.in_tree(source.label, build_label) if series else build_label
@@ -182,8 +199,13 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
         chosen = shard_of([v for v in chosen if v.name != base_variant], *request.shard)
     if request.base not in [b.label for b in request.binaries] and base_variant not in [v.name for v in chosen]:
         chosen.insert(0, variants_mod.parse(base_variant))
-    left_out = unmeasurable_here(chosen, base_variant, request.options)
-    if left_out and len(chosen) - len(left_out) + len(request.binaries) < 2:
+    if request.base not in [b.label for b in request.binaries]:
+        check_base_measurable(variants_mod.parse(base_variant), request.options)
+    kept = _stored_variants(store, request.run_name)
+    left_out = {name: why for name, why in unmeasurable_here(chosen, base_variant, request.options).items()
+                if name not in kept}
+    measurable = len(request.sources) * request.replicates * (len(chosen) - len(left_out)) + len(request.binaries)
+    if left_out and measurable < 2:
         raise PgolabError(f"nothing to compare on this machine: {', '.join(left_out)} cannot be measured here "
                           f"({next(iter(left_out.values()))})",
                           hint="run it on a CPU without AVX-512, or measure QPS too (--measure cost,qps)")

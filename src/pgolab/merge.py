@@ -302,7 +302,7 @@ def filling(filler: Shard, shards: list[Shard], base: str) -> Shard | None:
 
 
 def merge(store: Store, refs: list[str], name: str, command: str, at_least: int = 2,
-          fill: list[str] = ()) -> Merged:
+          fill: list[str] = (), notes: list[str] = ()) -> Merged:
     """The shards' runs as one run named `name` in the store. Shards on several CPU models: that run
     holds their cost alone, and each model's shards are merged apart into a run of their clock figures.
     A `fill` run adds only what no shard measured (per measure and label), read against its own base."""
@@ -318,11 +318,11 @@ def merge(store: Store, refs: list[str], name: str, command: str, at_least: int 
     anchor = check_anchor(shards, base)
     groups = by_cpu_model(shards)
     if len(groups) == 1:
-        notes = anchor + check_labels(shards, base)
-        return Merged(store.add_rows(merged_rows(shards, name, command, notes=notes), hint=ANOTHER_MERGE)[0])
+        rows = merged_rows(shards, name, command, notes=[*notes, *anchor, *check_labels(shards, base)])
+        return Merged(store.add_rows(rows, hint=ANOTHER_MERGE)[0])
     clock = clock_modes()
     measured = {s["mode"] for shard in shards for s in shard.rows["samples"]}
-    notes = anchor + check_labels(shards, base, clock)
+    notes = [*notes, *anchor, *check_labels(shards, base, clock)]
     group_notes = {model: check_anchor(group, base) + check_labels(group, base, measured - clock)
                    for model, group in groups.items()}
     names = per_cpu_names(name, [model for model, group in groups.items()

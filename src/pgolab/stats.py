@@ -677,9 +677,14 @@ def bridged_observations(values: dict[tuple[str, int, int, str], float], base: s
     in one block (the shards of a merged run, each with its own base): the label's log ratio against
     the base of its block, less the reference's against the base of the block at the same place in
     its own instances (instance modulo `stride`, block). The two are independent, so each observation
-    carries both variances, and the estimator sees them."""
+    carries both variances, and the estimator sees them. Only for two targets of one shard each
+    (instance // stride): a target measured in several shards would pair one observation with several.
+    A position one of them did not measure (an instance more) is left out."""
     ours = paired_observations(values, base, label, sign, excluded)
     theirs = paired_observations(values, base, reference, sign, excluded)
+    shards = [{o.instance // stride for obs in side.values() for o in obs} for side in (ours, theirs)]
+    if any(len(s) != 1 for s in shards):
+        return {}
     out: dict[str, list[Observation]] = {}
     for micro in ours.keys() & theirs.keys():
         at = {(o.instance % stride, o.block): o.log_ratio for o in theirs[micro]}

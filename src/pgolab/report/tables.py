@@ -287,7 +287,7 @@ def series_table(a: Analysis) -> Table | None:
     return Table("series", "Version series: each tree against the first, at equal optimization", columns, rows,
                  note="Geometric mean over the suite; above 1 the later tree is better at the same variant. How "
                       "much of a gap optimization closes: the per-build table, which reads every build of every "
-                      f"tree against the base, {a.base}. {SENSITIVITY_NOTE}")
+                      f"tree against the base, {a.base}.{bridged_note(a, pairs)} {SENSITIVITY_NOTE}")
 
 
 def axes_table(a: Analysis) -> Table | None:
@@ -301,13 +301,23 @@ def axes_table(a: Analysis) -> Table | None:
                + ratio_columns(a, figs) + [Column("sensitivity", "sensitivity")])
     rows = [{"axis": p.axis, "build": p.with_, "against": p.without, **pair_cells(a, figs, p.without, p.with_)}
             for p in a.axes]
-    across = [f"{p.with_} against {p.without}" for p in a.axes if (p.without, p.with_) in a.bridged]
-    bridged = (f" Measured in different shards, so read through each shard's own base (no common block; "
-               f"each test's ratio to its base, one less the other, with the repeatability bound counted for "
-               f"both pairs of servers): {', '.join(across)}." if across else "")
     return Table("axes", "Per axis: each build against its twin without that axis", columns, rows,
                  note="Geometric mean over the suite; above 1 the axis helps. The summary gives each axis's "
-                      f"spread over its pairs.{bridged} {SENSITIVITY_NOTE}")
+                      f"spread over its pairs.{bridged_note(a, [(p.without, p.with_) for p in a.axes])} "
+                      f"{SENSITIVITY_NOTE}")
+
+
+def bridged_note(a: Analysis, pairs: list[tuple[str, str]]) -> str:
+    """What the table's rows measured in different shards rest on (empty when none was)."""
+    across = [f"{label} against {reference}" for reference, label in pairs
+              if any(key[1:] == (reference, label) for key in a.bridged)]
+    if not across:
+        return ""
+    bounds = [f"the ±{b:.1%} bound of {mode} is ±{stats.bridged_tolerance(b):.1%} there"
+              for mode, b in a.bounds.items() if b is not None and any(k[0] == mode for k in a.bridged)]
+    return (f" Measured in different shards, so read through each shard's own base (no common block; each "
+            f"test's ratio to its base, one less the other, the repeatability bound counted for both pairs of "
+            f"servers{': ' + '; '.join(bounds) if bounds else ''}): {', '.join(across)}.")
 
 
 def axis_summary_table(a: Analysis) -> Table | None:
@@ -332,8 +342,8 @@ def axis_summary_table(a: Analysis) -> Table | None:
                          "min": shape["min"], "max": shape["max"],
                          "least": min(values, key=values.get), "greatest": max(values, key=values.get)})
     return Table("axis_summary", "Per axis, over its pairs", columns, rows,
-                 note="The pairs share builds and blocks: read min and max as the spread of what the axis "
-                      "did, and each pair's interval in the per-axis table.")
+                 note="The pairs share builds (and, within a shard, blocks): read min and max as the spread of "
+                      "what the axis did, and each pair's interval in the per-axis table.")
 
 
 def summary_over(suite: stats.SuiteEstimates | None, keys: list[str]) -> stats.Estimate | None:
