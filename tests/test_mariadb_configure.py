@@ -46,6 +46,9 @@ def test_configure_with_variant_flags(mariadb_tree, name, like_debian):
     else:
         assert re.search(r"^PLUGIN_ROCKSDB:\w+=NO$", cache, re.M) and "WITH_WSREP:BOOL=OFF" in cache
 
+    # No DTrace probes, as in Debian's mariadbd: their object would carry the build's paths (and a
+    # machine without systemtap's dtrace would build another binary).
+    assert re.search(r"^ENABLE_DTRACE:\w+=OFF$", cache, re.M)
     argv = command_for(commands, "sql/sql_parse.cc")
     assert "-DNDEBUG" in argv, "the build type's flags must survive"
     _, flags = pipeline.stage_flags("final")

@@ -42,6 +42,13 @@ MARIADB_CMAKE_OPTIONS: dict[str, str] = {
     "WITH_ZLIB": "system",
 }
 
+# Options every MariaDB build takes, a build like Debian's too. DTrace probes: off, as in Debian's
+# mariadbd (no stapsdt note); on by default wherever systemtap's dtrace is installed, whose probe
+# object names its source after a hash of the build's paths and keeps the configuring process's
+# folder in its debug information, so two homes' builds differed in those bytes
+# (docs/results/mariadb-10.11-reproducible), and a machine without it would build another binary.
+MARIADB_FIXED_OPTIONS: dict[str, str] = {"ENABLE_DTRACE": "OFF"}
+
 # Engines a pgolab build leaves out and builds as plugins when asked (--engine). MyRocks refuses
 # statement-based binary logging unless told it may.
 MARIADB_PLUGIN_ENGINES = {
@@ -204,14 +211,8 @@ class MariaDBTarget:
         argv += self.recipe_options(variant, tree, profile_dir, like_distribution)
         if use_ccache and shutil.which("ccache"):
             argv += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
-        argv += extra_args + self.engine_configure_args()
-        # A build like Debian's has its DTrace probes: systemtap's dtrace compiles their object while
-        # cmake configures (`$CC -g $CFLAGS`, CFLAGS from the environment with clang). clang's default
-        # DWARF 5 there has a form valgrind 3.19 cannot read (seen: "unhandled dwarf2 abbrev form code
-        # 0x23"), which cost mode would die on: DWARF 4 for that object's debug information only.
-        # (CMAKE_C_FLAGS is given on the line, so the environment's CFLAGS reaches nothing else.)
-        env = {"CFLAGS": "-gdwarf-4"} if like_distribution else {}
-        return [Cmd(argv, env=env, what="cmake configure")]
+        argv += extra_args + [f"-D{k}={v}" for k, v in MARIADB_FIXED_OPTIONS.items()] + self.engine_configure_args()
+        return [Cmd(argv, what="cmake configure")]
 
     def recipe_options(self, variant: Variant, tree: Path, profile_dir: Path | None,
                        like_distribution: bool = False) -> list[str]:
