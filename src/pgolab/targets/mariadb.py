@@ -251,7 +251,9 @@ class MariaDBTarget:
             (install_dir / "lib" / "plugin").mkdir(parents=True)
         for engine in self.engines:
             shutil.copy2(build_dir / engine.library, install_dir / "lib" / "plugin" / engine.file_name)
-        shutil.copytree(build_dir / "sql" / "share", install_dir / "share", symlinks=True)
+        # The messages, not cmake's files for that folder (they name the build's paths).
+        shutil.copytree(build_dir / "sql" / "share", install_dir / "share", symlinks=True,
+                        ignore=shutil.ignore_patterns("cmake_install.cmake", "CMakeFiles", "Makefile", "*.ninja"))
         (install_dir / "pgolab-source").write_text(f"{tree}\n{build_dir}\n")
 
     features_compared = "options and variables (mariadbd --no-defaults --help --verbose)"
