@@ -197,10 +197,11 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
     chosen = list(request.variants)
     if request.shard is not None:
         chosen = shard_of([v for v in chosen if v.name != base_variant], *request.shard)
-    if request.base not in [b.label for b in request.binaries] and base_variant not in [v.name for v in chosen]:
-        chosen.insert(0, variants_mod.parse(base_variant))
-    if request.base not in [b.label for b in request.binaries]:
+    base_is_binary = request.base in [b.label for b in request.binaries]
+    if not base_is_binary:
         check_base_measurable(variants_mod.parse(base_variant), request.options)
+        if base_variant not in [v.name for v in chosen]:
+            chosen.insert(0, variants_mod.parse(base_variant))
     kept = _stored_variants(store, request.run_name)
     left_out = {name: why for name, why in unmeasurable_here(chosen, base_variant, request.options).items()
                 if name not in kept}
@@ -232,9 +233,10 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
         progress.build_finished(i, len(order), result, time.monotonic() - t0)
     built = time.monotonic()
     base = request.base
-    if series and not target_labels.split(base)[0] and base not in [b.label for b in request.binaries]:
+    if series and not target_labels.split(base)[0] and not base_is_binary:
         base = target_label(request.sources[0], base, series)
-    notes = [f"{NOT_BUILT}{name}, which no measure of this run can measure on {Host.this().model()} ({why})"
+    cpu = Host.this().model() if left_out else ""
+    notes = [f"{NOT_BUILT}{name}, which no measure of this run can measure on {cpu} ({why})"
              for name, why in left_out.items()]
     run_id = bench.run_bench(store, request.run_name, base, targets + request.binaries, request.options,
                              command, progress.bench_step, notes=notes)

@@ -145,15 +145,14 @@ def _base_cycles(shard: Shard, base: str) -> dict[str, float]:
     return {micro: v for (micro, _), v in cost_per_query(shard, base).items()}
 
 
-def _cost_drift(shards: list[Shard], base: str) -> float | None:
-    """The largest per-test difference (log ratio) of the base's estimated cycles from the first
-    shard's, over the tests both measured; None when the first shard measured no cost."""
+def _base_drifts(shards: list[Shard], base: str) -> dict[str, dict[str, float]]:
+    """Per later shard, per test both it and the first shard measured: how far the base's estimated
+    cycles are from the first shard's (|log ratio|). Empty when the first shard measured no cost."""
     reference = _base_cycles(shards[0], base)
     if not reference:
-        return None
-    drifts = [abs(math.log(cycles[m] / reference[m])) for shard in shards[1:]
-              for cycles in [_base_cycles(shard, base)] for m in reference if m in cycles]
-    return max(drifts, default=0.0)
+        return {}
+    return {shard.name: {m: abs(math.log(cycles[m] / reference[m])) for m in reference if m in cycles}
+            for shard in shards[1:] for cycles in [_base_cycles(shard, base)]}
 
 
 def check_anchor(shards: list[Shard], base: str, bound: float = CROSS_MACHINE_BOUND) -> list[str]:
@@ -164,29 +163,24 @@ def check_anchor(shards: list[Shard], base: str, bound: float = CROSS_MACHINE_BO
     if missing:
         raise PgolabError(f"{', '.join(missing)} did not measure the base {base}", hint="every shard measures the base")
     same = same_binary([t for _, t in named])
+    if same is not None and not same.by_code:
+        return []
+    drifts = _base_drifts(shards, base)
     if same is not None:
-        if not same.by_code:
-            return []
-        drift = _cost_drift(shards, base)
+        largest = max((d for per_test in drifts.values() for d in per_test.values()), default=None)
         return [f"the base {base}: {same.describe()}"
-                + (f"; its per-test estimated cycles differ by up to {math.expm1(drift):.1%} between shards"
-                   if drift is not None else "")]
-    reference = _base_cycles(shards[0], base)
-    if not reference:
-        raise PgolabError(f"the base {base} is not shown to be one binary ({digest_listing(named)}) and no shard "
-                          f"measured its cost",
-                          hint="rebuild the base from the same source and toolchain (reproducible builds) or "
-                               "measure cost in every shard")
-    for shard in shards[1:]:
-        cycles = _base_cycles(shard, base)
-        if not reference.keys() & cycles.keys():
-            raise PgolabError(f"the base {base} is not shown to be one binary ({digest_listing(named)}) and "
-                              f"{shard.name} measured its cost in no test {shards[0].name} did",
-                              hint="rebuild the base identically in every shard (same source, toolchain, variant) "
-                                   "or measure its cost on the same suite in every shard")
-        off = sorted(m for m in reference if m in cycles and abs(math.log(cycles[m] / reference[m])) > bound)
+                + (f"; its per-test estimated cycles differ by up to {math.expm1(largest):.1%} between shards"
+                   if largest is not None else "")]
+    unmeasured = [s.name for s in shards[1:] if not drifts.get(s.name)]
+    if unmeasured:
+        raise PgolabError(f"the base {base} is not shown to be one binary ({digest_listing(named)}) and "
+                          f"{', '.join(unmeasured)} measured its cost in no test {shards[0].name} did",
+                          hint="rebuild the base from the same source and toolchain (reproducible builds), or "
+                               "measure its cost on the same suite in every shard")
+    for name, per_test in drifts.items():
+        off = sorted(m for m, d in per_test.items() if d > bound)
         if off:
-            raise PgolabError(f"the base {base} of {shard.name} is another binary than {shards[0].name}'s and costs "
+            raise PgolabError(f"the base {base} of {name} is another binary than {shards[0].name}'s and costs "
                               f"more than ±{bound:.1%} otherwise in {len(off)} tests: {', '.join(off[:8])}",
                               hint="rebuild the base identically in every shard (same source, toolchain, variant)")
     return [f"the base {base} is not shown to be one binary ({digest_listing(named)}) and costs the same within "
