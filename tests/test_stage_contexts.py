@@ -250,3 +250,44 @@ def test_no_stage_imports_the_build_nor_names_the_pipeline():
         names |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
                   and len(n.value) < 80}
         assert not any("Pipeline" in name for name in names), path
+
+
+def test_an_emission_failure_runs_bolt_again_keeping_unreachable_code_and_a_function_it_asks_to_skip_is_left(tmp_path):
+    """BOLT 19 could not write one clang-19 build after removing unreachable code: both steps run
+    again with the elimination off, and still leave a function BOLT then asks to skip."""
+    fake = tmp_path / "llvm-bolt"
+    fake.write_text(FAKE_BOLT.replace("# llvm-bolt's shape", """case "$*" in
+  *--eliminate-unreachable=false*) ;;
+  *) echo "<unknown>:0: error: Undefined temporary symbol .Ltmp141231"; echo "BOLT-ERROR: Emission failed."; exit 1;;
+esac
+case "$*" in
+  *--skip-funcs=ExecInterpExpr/1*) ;;
+  *) echo "BOLT-ERROR: unable to get new address corresponding to input address 0x874ba0 in function \\
+ExecInterpExpr/1(*2). Consider adding this function to --skip-funcs=..."; exit 1;;
+esac
+# llvm-bolt's shape"""))
+    fake.chmod(0o755)
+    layout = BuildLayout(tmp_path / "build")
+    installed = FakeTarget().server_binary(layout.install_dir)
+    installed.parent.mkdir(parents=True)
+    installed.write_bytes(b"linked server")
+    reporter = Reporter()
+    ctx = BoltContext(dir=layout.bolt_dir, installed=installed, tool=BoltProfile(str(fake), "merge-fdata"),
+                      sealed_digest=lambda d, t, r: "digest", state_file=layout.state_file,
+                      train=parse_train("none", 1), runner=Runners(layout.logs), servers=FakeServers(),
+                      reporter=reporter)
+    steps = BoltSteps(ctx)
+    instrumented = steps.instrument()
+    assert (instrumented["added_options"], instrumented["skipped_functions"]) == (
+        ["--eliminate-unreachable=false"], ["ExecInterpExpr/1"])
+    optimized = steps.optimize()
+    assert (optimized["added_options"], optimized["skipped_functions"]) == (
+        ["--eliminate-unreachable=false"], ["ExecInterpExpr/1"])
+    assert installed.read_bytes() == b"linked server bolted\n"
+    assert sum("again with --eliminate-unreachable=false" in m for m in reporter.messages) == 2, reporter.messages
+    # An output failure the option does not mend is reported, not run again for ever.
+    fake.write_text(FAKE_BOLT.replace("# llvm-bolt's shape", """echo "<unknown>:0: error: Undefined temporary symbol .Ltmp1"
+echo "BOLT-ERROR: Emission failed."; exit 1
+# llvm-bolt's shape"""))
+    with pytest.raises(PgolabError, match=r"llvm-bolt -instrument failed \(exit 1\)"):
+        BoltSteps(ctx).instrument()

@@ -187,6 +187,20 @@ def function_to_skip(output: str) -> str | None:
     return match.group(1) if match else None
 
 
+# BOLT 19 failed to write out a clang-19 PostgreSQL build (ThinLTO, PGO, -fsplit-machine-functions)
+# after its unreachable-code elimination: "Undefined temporary symbol" errors, then "Emission failed",
+# in both -instrument and the optimisation; with the elimination off both ran through (CI's matrix
+# build of 2026-11-29, reproduced by hand). Other builds keep BOLT's default: it is asked only then.
+KEEP_UNREACHABLE = "--eliminate-unreachable=false"
+
+
+def option_to_add(output: str) -> str | None:
+    """The option with which llvm-bolt may write the binary its failed run could not; None if none."""
+    if "Undefined temporary symbol" in output and "BOLT-ERROR: Emission failed" in output:
+        return KEEP_UNREACHABLE
+    return None
+
+
 def is_fdata_line(line: str) -> bool:
     """`<is sym> <name> <offset> <is sym> <name> <offset> <mispredicts> <count>`"""
     parts = line.split()

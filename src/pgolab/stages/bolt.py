@@ -21,8 +21,8 @@ from pathlib import Path
 from ..errors import PgolabError
 from ..phases import Phase, Reporter
 from ..profiles import seal
-from ..profiles.bolt import BoltProfile, function_to_skip, parse_stats
-from ..runner import Runner
+from ..profiles.bolt import BoltProfile, function_to_skip, option_to_add, parse_stats
+from ..runner import CommandResult, Runner
 from ..workloads import TrainingSpec
 from .context import RunnerFactory, SealedDigest, Serving
 from .pgo import train_into
@@ -48,6 +48,18 @@ class BoltContext:
     runner: RunnerFactory
     servers: Serving
     reporter: Reporter
+
+
+@dataclass
+class BoltRun:
+    """llvm-bolt's last run, and what pgolab changed for it after earlier runs failed."""
+
+    result: CommandResult
+    skipped: list[str]            # functions left as they are (--skip-funcs)
+    added_options: list[str]      # options a failure called for (option_to_add)
+
+    def record(self) -> dict:
+        return {"skipped_functions": self.skipped, "added_options": self.added_options}
 
 
 def bolt_phases(ctx: BoltContext) -> list[Phase]:
@@ -81,22 +93,27 @@ class BoltSteps:
     def skipped(self) -> list[str]:
         return self.skip_file.read_text().split() if self.skip_file.exists() else []
 
-    def run_bolt(self, runner: Runner, argv: list[str], what: str, skipped: list[str]):
+    def run_bolt(self, runner: Runner, argv: list[str], what: str, skipped: list[str]) -> BoltRun:
         """llvm-bolt, again without each function it asks to skip (at most MAX_SKIPPED): the rest of
-        the binary is still laid out; and again, unchanged, when a signal killed it (CRASH_RETRIES
-        times). Returns its last result and the functions skipped."""
-        skipped, crashes = list(skipped), 0
+        the binary is still laid out; again with the option its failure calls for (option_to_add);
+        and again, unchanged, when a signal killed it (CRASH_RETRIES times)."""
+        skipped, added, crashes = list(skipped), [], 0
         while True:
-            result = runner.run(argv + ([f"--skip-funcs={','.join(skipped)}"] if skipped else []), what=what,
-                                check=False, cwd=self.dir)
+            result = runner.run(argv + added + ([f"--skip-funcs={','.join(skipped)}"] if skipped else []),
+                                what=what, check=False, cwd=self.dir)
             if result.returncode < 0 and crashes < CRASH_RETRIES:
                 crashes += 1
                 self.ctx.reporter.message(f"{what} was killed by signal {-result.returncode} (its log has the "
                                           "stack); running it again on the same input")
                 continue
+            option = option_to_add(result.output) if result.returncode > 0 else None
+            if option is not None and option not in added:
+                added.append(option)
+                self.ctx.reporter.message(f"{what} could not write its output; again with {option}")
+                continue
             name = function_to_skip(result.output) if result.returncode > 0 else None
             if name is None or name in skipped or len(skipped) >= MAX_SKIPPED:
-                return result, skipped
+                return BoltRun(result, skipped, added)
             skipped.append(name)
             self.ctx.reporter.message(f"BOLT cannot rewrite {name}; {what} again, leaving it as it is")
 
@@ -114,16 +131,17 @@ class BoltSteps:
     def instrument(self) -> dict:
         self.keep_input()
         runner = self.ctx.runner("bolt-instrument")
-        result, skipped = self.run_bolt(runner, [self.tool.llvm_bolt, self.input.name, "-o", self.instrumented.name,
-                                                 *self.tool.generate_flags(self.profile_dir, self.dir)],
-                                        "llvm-bolt -instrument", [])
+        run = self.run_bolt(runner, [self.tool.llvm_bolt, self.input.name, "-o", self.instrumented.name,
+                                     *self.tool.generate_flags(self.profile_dir, self.dir)],
+                            "llvm-bolt -instrument", [])
+        result = run.result
         if result.returncode != 0:
             raise PgolabError(f"llvm-bolt -instrument failed (exit {result.returncode})", log=runner.log_path,
                               hint=bolt_failure_hint(result.returncode, "read the log's BOLT-ERROR line; a "
                                                      "build without _bolt is not affected"))
-        self.skip_file.write_text("".join(f"{name}\n" for name in skipped))
+        self.skip_file.write_text("".join(f"{name}\n" for name in run.skipped))
         shutil.copymode(self.input, self.instrumented)
-        return {"instrumented_bytes": self.instrumented.stat().st_size, "skipped_functions": skipped}
+        return {"instrumented_bytes": self.instrumented.stat().st_size, **run.record()}
 
     def train(self) -> dict:
         # A server finds its files relative to its own binary: PostgreSQL, configured for one fixed
@@ -145,8 +163,9 @@ class BoltSteps:
         self._require_input()
         runner = self.ctx.runner("bolt-optimize")
         options = self.optimize_options()
-        result, skipped = self.run_bolt(runner, [self.tool.llvm_bolt, self.input.name, "-o", self.optimized.name,
-                                                 *options], "llvm-bolt optimize", self.skipped())
+        run = self.run_bolt(runner, [self.tool.llvm_bolt, self.input.name, "-o", self.optimized.name, *options],
+                            "llvm-bolt optimize", self.skipped())
+        result = run.result
         stats = parse_stats(result.output)
         if result.returncode != 0:
             raise PgolabError(f"llvm-bolt failed (exit {result.returncode}); a stale-profile error means the "
@@ -163,8 +182,7 @@ class BoltSteps:
         shutil.copy2(self.optimized, self.ctx.installed)
         self.ctx.reporter.message(f"BOLT: {stats.describe()}")
         # Which BOLT, with which options: releases differ (LLVM 19 orders functions by cdsort).
-        return {"stats": stats.as_dict(), "version": self.tool.version(), "options": options,
-                "skipped_functions": skipped}
+        return {"stats": stats.as_dict(), "version": self.tool.version(), "options": options, **run.record()}
 
     def optimize_options(self) -> list[str]:
         """llvm-bolt's options for the layout, its paths relative to the BOLT folder where it runs: it
