@@ -72,12 +72,14 @@ def test_one_task_per_build_each_read_against_its_own_base(local_cluster, tmp_pa
 
 def test_a_share_no_worker_can_measure_is_said_and_left_out_of_the_merge(local_cluster, tmp_path, monkeypatch):
     """A worker whose CPU cannot run a share's builds in cost mode (-march=native with AVX-512) builds
-    nothing and says why; the merge takes the other shares; with none left the run is refused."""
+    nothing and says why; when every worker has said so, the merge takes the other shares; with none
+    left the run is refused."""
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
 
     def share_on_avx512(share):
         if share.variants == ("rel_lto",):
-            return cluster.ShareResult(share.run_name, b"", "a fake worker", 0, "rel_lto: cost: avx512f here")
+            return cluster.ShareResult(share.run_name, b"", "a fake worker", 0, "rel_lto: cost: avx512f here",
+                                       cluster.worker_address())
         return fake_share(share)
 
     monkeypatch.setattr(cluster, "run_share", share_on_avx512)
@@ -89,11 +91,40 @@ def test_a_share_no_worker_can_measure_is_said_and_left_out_of_the_merge(local_c
     assert {r["build"] for r in report.compute(store, run_id).table("builds").rows} == {"rel_pgo_use"}
     assert any("rel_lto not built on a fake worker, which cannot measure it: rel_lto: cost: avx512f here" in line
                for line in said), said
-    assert "not built: rel_lto, which worker a fake worker could not measure (rel_lto: cost: avx512f here)" in \
+    assert sum("sent to another worker" in line for line in said) == 1, "each of the 2 workers tried once"
+    assert "not built: rel_lto, which none of the 2 workers could measure (the last, a fake worker: rel_lto: " \
+        "cost: avx512f here)" in \
         report.compute(store, run_id).facts
     lto_only = [s for s in shares if s.variants == ("rel_lto",)]
     with pytest.raises(PgolabError, match="no worker could measure any of the builds"):
         cluster.run(local_cluster, lto_only, store, "m2", "test", say=said.append)
+
+
+def test_a_share_one_worker_cannot_measure_goes_to_another_and_is_measured_there(local_cluster, tmp_path, monkeypatch):
+    """The worker that first gets the rel_lto share cannot measure it (as a CPU with AVX-512 cannot
+    run a -march=native build under callgrind); the client sends it to the other worker, where it is
+    built and measured, and the merged run has it."""
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    refusing = tmp_path / "refusing"    # the worker that left rel_lto out (the first to get it); a
+                                        # file, since Dask hands each task a copy of the function
+
+    def share_on_two_cpus(share):
+        here = cluster.worker_address()
+        if share.variants == ("rel_lto",) and (not refusing.exists() or refusing.read_text() == here):
+            refusing.write_text(here)
+            return cluster.ShareResult(share.run_name, b"", f"worker {here}", 0, "rel_lto: cost: avx512f here", here)
+        return fake_share(share)
+
+    monkeypatch.setattr(cluster, "run_share", share_on_two_cpus)
+    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use")]
+    shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10), OPTIONS, "m", 2)
+    said = []
+    store = Store(tmp_path / "client.sqlite")
+    run_id = cluster.run(local_cluster, shares, store, "m", "test", say=said.append).run_id
+    assert {r["build"] for r in report.compute(store, run_id).table("builds").rows} == {"rel_lto", "rel_pgo_use"}, said
+    assert any(f"rel_lto left out by worker {refusing.read_text()} (rel_lto: cost: avx512f here); sent to "
+                            "another worker (1 not tried)" in line for line in said), said
+    assert not [f for f in report.compute(store, run_id).facts if "not built" in f]
 
 
 def test_a_cluster_without_build_workers_or_asked_for_qps_says_what_to_do(tmp_path):

@@ -8,12 +8,14 @@ pgolab home of its own:
 
 Dask does the scheduling: one task per build (a PGO build and its _bolt twin are one task, as they
 share a training), each needing the worker resource `build`, so a worker builds one at a time; a
-task of a worker that is lost runs again on another (Dask reschedules it). A task builds its share
-and the base in the worker's home (the base once per worker: later tasks find it up to date),
-measures their cost there, and returns its run as a run file (runfile.py). The client imports each
-into its store as it arrives and merges them (merge.py), every build read against the base of its
-own task. Killed and run again, the same command continues: the workers' builds and runs are up to
-date or resume, and importing and merging twice changes nothing.
+task of a worker that is lost runs again on another (Dask reschedules it), and so does a share a
+worker cannot measure (a -march=native build in cost mode on a CPU with AVX-512: the client sends
+it to each build worker that has not left it out, and notes it not built only when all have).
+A task builds its share and the base in the worker's home (the base once per worker: later tasks
+find it up to date), measures their cost there, and returns its run as a run file (runfile.py).
+The client imports each into its store as it arrives and merges them (merge.py), every build read
+against the base of its own task. Killed and run again, the same command continues: the workers'
+builds and runs are up to date or resume, and importing and merging twice changes nothing.
 
 Wall-clock QPS belongs to one machine: a cluster run measures cost only, and says so if asked for
 QPS (measure the winners on one machine with `pgolab bench`).
@@ -61,6 +63,7 @@ class ShareResult:
     worker: str              # the worker's host name and CPU
     samples: int
     left_out: str | None = None     # why the worker built nothing (a -march=native share on AVX-512)
+    address: str = ""               # the Dask worker's address: a share it left out goes to another
 
 
 class _QuietMatrix:
@@ -85,7 +88,8 @@ def run_share(share: Share) -> ShareResult:
     worker = f"{platform.node()} ({host.cpu}, {host.cpu_id})"
     left = matrix.unmeasurable_here([parse(v) for v in share.variants], share.base, share.options)
     if len(left) == len(share.variants):
-        return ShareResult(share.run_name, b"", worker, 0, "; ".join(f"{v}: {why}" for v, why in left.items()))
+        return ShareResult(share.run_name, b"", worker, 0, "; ".join(f"{v}: {why}" for v, why in left.items()),
+                           worker_address())
     tree = debian.resolve(share.source, home_runner("cluster-source"))
     request = matrix.MatrixRequest(sources=[tree], variants=[parse(v) for v in share.variants], base=share.base,
                                    train=share.train, options=share.options, run_name=share.run_name, jobs=share.jobs)
@@ -95,7 +99,21 @@ def run_share(share: Share) -> ShareResult:
         out = Path(tmp) / "run.gz"
         samples = runfile.export_run(store, share.run_name, out)
         data = out.read_bytes()
-    return ShareResult(share.run_name, data, worker, samples)
+    return ShareResult(share.run_name, data, worker, samples, address=worker_address())
+
+
+def worker_address() -> str:
+    """The address of the Dask worker running this task; empty outside a worker."""
+    from distributed import get_worker
+    try:
+        return get_worker().address
+    except ValueError:
+        return ""
+
+
+def build_workers(scheduler_info: dict) -> list[str]:
+    """The addresses of the workers that offer the resource every task needs."""
+    return sorted(a for a, w in scheduler_info["workers"].items() if w.get("resources", {}).get(RESOURCE))
 
 
 def shares(variants: list[Variant], base: str, source: str, train: TrainingSpec, options: BenchOptions,
@@ -128,13 +146,17 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
                           hint="start one with `dask scheduler`, and workers with `dask worker ADDRESS "
                                "--nthreads 1 --resources build=1`")
     try:
-        workers = client.scheduler_info()["workers"]
-        if not any(w.get("resources", {}).get(RESOURCE) for w in workers.values()):
+        info = client.scheduler_info()
+        workers = info["workers"]
+        if not build_workers(info):
             raise PgolabError(f"no worker of {address} offers the resource {RESOURCE!r}; the tasks would wait forever",
                               hint=f"start workers with `dask worker {address} --nthreads 1 --resources {RESOURCE}=1`")
         say(f"cluster {address}: {len(workers)} workers, {len(shares_)} tasks (one build each, beside the base)")
         futures = {client.submit(run_share, s, resources={RESOURCE: 1}, pure=False, key=f"pgolab-{s.run_name}"): s
                    for s in shares_}
+        # A share a worker cannot measure (a -march=native build on AVX-512, in cost mode) goes to each
+        # other build worker in turn; only when every one has left it out is it not built.
+        refused: dict[str, set[str]] = {}
         pending, done, measured, not_built = set(futures), 0, [], []
         while pending:
             try:
@@ -147,14 +169,30 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
                 continue
             for future in finished:
                 result: ShareResult = future.result()
-                done += 1
+                share = futures[future]
                 if result.left_out:
-                    variants = ', '.join(futures[future].variants)
+                    variants = ', '.join(share.variants)
+                    tried = refused.setdefault(share.run_name, set())
+                    tried.add(result.address)
+                    others = [w for w in build_workers(client.scheduler_info()) if w not in tried]
+                    if result.address and others:
+                        say(f"{variants} left out by {result.worker} ({result.left_out}); "
+                            f"sent to another worker ({len(others)} not tried)")
+                        again = client.submit(run_share, share, resources={RESOURCE: 1}, pure=False,
+                                              workers=others, allow_other_workers=False,
+                                              key=f"pgolab-{share.run_name}-try{len(tried) + 1}")
+                        futures[again] = share
+                        pending.add(again)
+                        continue
+                    done += 1
                     say(f"[{done}/{len(shares_)}] {variants} not built on {result.worker}, "
                         f"which cannot measure it: {result.left_out}")
-                    not_built.append(f"{NOT_BUILT}{variants}, which worker {result.worker} could not measure "
+                    not_built.append(f"{NOT_BUILT}{variants}, which none of the {len(tried)} workers could measure "
+                                     f"(the last, {result.worker}: {result.left_out})" if len(tried) > 1 else
+                                     f"{NOT_BUILT}{variants}, which worker {result.worker} could not measure "
                                      f"({result.left_out})")
                     continue
+                done += 1
                 measured.append(result.run_name)
                 with tempfile.TemporaryDirectory() as tmp:
                     path = Path(tmp) / "run.gz"
