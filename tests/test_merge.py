@@ -16,7 +16,7 @@ from pgolab.host import Host
 from pgolab.measurement import BenchOptions, Sample
 from pgolab.measures.qps import QpsMeasure
 from pgolab.record import BinaryInfo, BuildRecord, SourceInfo
-from pgolab.sources import file_digest
+from pgolab.sources import SourceTree, file_digest
 from pgolab.store import Store
 from pgolab.toolchains import compiler_family
 from pgolab.variants import parse
@@ -162,10 +162,11 @@ def test_a_matrix_builds_no_variant_its_measures_cannot_measure_here(tmp_path, m
     assert matrix.unmeasurable_here(chosen, "rel_o2nofp_native", cost_only).keys() == {"rel_native_lto"}, \
         "the base is never left out: the run refuses a base it cannot measure"
     progress = NoBuild()
-    request = matrix.MatrixRequest(sources=[], variants=[parse("rel_o2nofp_native"), parse("rel_native_lto")],
+    request = matrix.MatrixRequest(sources=[SourceTree(tmp_path, "postgresql", "15.18")],
+                                   variants=[parse("rel_o2nofp_native"), parse("rel_native_lto")],
                                    base="rel_o2nofp", train=None, options=cost_only, run_name="native")
-    with pytest.raises(PgolabError, match="nothing to compare on this machine: rel_o2nofp_native, rel_native_lto "
-                                          "cannot be measured here") as refused:
+    with pytest.raises(PgolabError, match="cost of rel_o2nofp_native: -march=native enables avx512f here; nothing "
+                                          "left to compare in cost mode") as refused:
         matrix.run_matrix(request, Store(tmp_path / "s.sqlite"), progress, "test")
     assert "CPU without AVX-512" in refused.value.hint
     assert progress.left == {}, "refused before anything is said left out or built"

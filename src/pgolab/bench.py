@@ -82,6 +82,10 @@ def check_measurable(base: str, labels: list[str], left_out: dict[str, dict[str,
         refused = next((mode, next(iter(out))) for mode, out in left_out.items() if out)
     if refused is not None:
         mode, label = refused
+        if label == base:   # every build is read against it
+            raise PgolabError(f"{mode} cannot measure the base {base} here: {left_out[mode][base]}",
+                              hint=f"choose another --base (rel_o2nofp), leave {mode} out of --measure, or run it "
+                                   "on a CPU without AVX-512")
         raise PgolabError(f"{mode} of {label}: {left_out[mode][label]}; nothing left to compare in {mode} mode",
                           hint=f"leave {mode} out of --measure, or build {label} so that {mode} mode can run it "
                                "(for cost: without _native, or on a CPU without AVX-512)")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from . import bench, paths
+from . import bench, paths, replicates
 from . import labels as target_labels
 from . import variants as variants_mod
 from .build import BuildRequest, BuildResult, Pipeline, require_buildable
@@ -169,14 +169,16 @@ def unmeasurable_here(chosen: list[Variant], base: str, options: BenchOptions) -
     return out
 
 
-def check_base_measurable(base: Variant, options: BenchOptions) -> None:
-    """Every measure of the run measures the base (each build is read against it): refused before
-    anything is built, not after."""
-    for m in of_modes(options.modes):
-        if (why := m.variant_unavailable(base)) is not None:
-            raise PgolabError(f"{m.key} cannot measure the base {base.name} here: {why}",
-                              hint="choose another --base (rel_o2nofp), leave that measure out of --measure, or "
-                                   "run it on a CPU without AVX-512")
+def check_comparable(request: MatrixRequest, chosen: list[Variant], base: str, series: bool) -> None:
+    """The run's own rule (bench.check_measurable), before any build: each measure, given the targets
+    this matrix would measure (every tree, replicate and --binary) and those it cannot measure here,
+    must have something to compare, and measure the base."""
+    planned = {target_label(tree, replicates.label(v.name, k), series): v
+               for tree in request.sources for v in chosen for k in range(1, request.replicates + 1)}
+    left_out = {m.key: {**{label: why for label, v in planned.items() if (why := m.variant_unavailable(v)) is not None},
+                        **m.unavailable(request.binaries)}
+                for m in of_modes(request.options.modes)}
+    bench.check_measurable(base, [*planned, *(b.label for b in request.binaries)], left_out)
 
 
 def _stored_variants(store: Store, run_name: str) -> set[str]:
@@ -198,18 +200,15 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
     if request.shard is not None:
         chosen = shard_of([v for v in chosen if v.name != base_variant], *request.shard)
     base_is_binary = request.base in [b.label for b in request.binaries]
-    if not base_is_binary:
-        check_base_measurable(variants_mod.parse(base_variant), request.options)
-        if base_variant not in [v.name for v in chosen]:
-            chosen.insert(0, variants_mod.parse(base_variant))
+    if not base_is_binary and base_variant not in [v.name for v in chosen]:
+        chosen.insert(0, variants_mod.parse(base_variant))
+    base = request.base
+    if series and not target_labels.split(base)[0] and not base_is_binary:
+        base = target_label(request.sources[0], base, series)
+    check_comparable(request, chosen, base, series)
     kept = _stored_variants(store, request.run_name)
     left_out = {name: why for name, why in unmeasurable_here(chosen, base_variant, request.options).items()
                 if name not in kept}
-    measurable = len(request.sources) * request.replicates * (len(chosen) - len(left_out)) + len(request.binaries)
-    if left_out and measurable < 2:
-        raise PgolabError(f"nothing to compare on this machine: {', '.join(left_out)} cannot be measured here "
-                          f"({next(iter(left_out.values()))})",
-                          hint="run it on a CPU without AVX-512, or measure QPS too (--measure cost,qps)")
     for variant in chosen:
         if variant.name in left_out:
             progress.left_out(variant, left_out[variant.name])
@@ -232,9 +231,6 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
                                    result.record.installation(), result.record))
         progress.build_finished(i, len(order), result, time.monotonic() - t0)
     built = time.monotonic()
-    base = request.base
-    if series and not target_labels.split(base)[0] and not base_is_binary:
-        base = target_label(request.sources[0], base, series)
     cpu = Host.this().model() if left_out else ""
     notes = [f"{NOT_BUILT}{name}, which no measure of this run can measure on {cpu} ({why})"
              for name, why in left_out.items()]
