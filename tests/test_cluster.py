@@ -70,6 +70,15 @@ def test_one_task_per_build_each_read_against_its_own_base(local_cluster, tmp_pa
     assert cluster.run(local_cluster, shares, store, "m", "test", say=said.append).run_id == run_id
 
 
+def run_lto_and_pgo(scheduler: str, tmp_path):
+    """rel_lto and rel_pgo_use beside rel_o2nofp on the cluster: (shares, client store, merged run, what was said)."""
+    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use")]
+    shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10), OPTIONS, "m", 2)
+    said = []
+    store = Store(tmp_path / "client.sqlite")
+    return shares, store, cluster.run(scheduler, shares, store, "m", "test", say=said.append).run_id, said
+
+
 def test_a_share_no_worker_can_measure_is_said_and_left_out_of_the_merge(local_cluster, tmp_path, monkeypatch):
     """A worker whose CPU cannot run a share's builds in cost mode (-march=native with AVX-512) builds
     nothing and says why; when every worker has said so, the merge takes the other shares; with none
@@ -83,11 +92,7 @@ def test_a_share_no_worker_can_measure_is_said_and_left_out_of_the_merge(local_c
         return fake_share(share)
 
     monkeypatch.setattr(cluster, "run_share", share_on_avx512)
-    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use")]
-    shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10), OPTIONS, "m", 2)
-    said = []
-    store = Store(tmp_path / "client.sqlite")
-    run_id = cluster.run(local_cluster, shares, store, "m", "test", say=said.append).run_id
+    shares, store, run_id, said = run_lto_and_pgo(local_cluster, tmp_path)
     assert {r["build"] for r in report.compute(store, run_id).table("builds").rows} == {"rel_pgo_use"}
     assert any("rel_lto not built on a fake worker, which cannot measure it: rel_lto: cost: avx512f here" in line
                for line in said), said
@@ -116,11 +121,7 @@ def test_a_share_one_worker_cannot_measure_goes_to_another_and_is_measured_there
         return fake_share(share)
 
     monkeypatch.setattr(cluster, "run_share", share_on_two_cpus)
-    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use")]
-    shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10), OPTIONS, "m", 2)
-    said = []
-    store = Store(tmp_path / "client.sqlite")
-    run_id = cluster.run(local_cluster, shares, store, "m", "test", say=said.append).run_id
+    shares, store, run_id, said = run_lto_and_pgo(local_cluster, tmp_path)
     assert {r["build"] for r in report.compute(store, run_id).table("builds").rows} == {"rel_lto", "rel_pgo_use"}, said
     assert any(f"rel_lto left out by worker {refusing.read_text()} (rel_lto: cost: avx512f here); sent to "
                             "another worker (1 not tried)" in line for line in said), said

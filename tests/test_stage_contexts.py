@@ -210,14 +210,8 @@ def test_bolt_copies_the_compiles_binary_first_and_keeps_it_across_its_own_insta
         steps.instrument()
 
 
-def test_a_crashed_llvm_bolt_runs_again_once_and_a_second_crash_is_reported_as_bolts_fault(tmp_path):
-    """llvm-bolt 16 died of SIGSEGV now and then on a MariaDB server: one crash runs it again; two end
-    the phase with BOLT's fault named and the way out."""
-    crashes = tmp_path / "crashes-left"
-    fake = tmp_path / "llvm-bolt"
-    fake.write_text(FAKE_BOLT.replace("# llvm-bolt's shape", f"""n=$(cat {crashes}); if [ "$n" -gt 0 ]; then
-  echo $((n - 1)) > {crashes}; echo "Stack dump:"; kill -SEGV $$; fi
-# llvm-bolt's shape"""))
+def bolt_context(tmp_path, fake: Path):
+    """A build folder with an installed server and the BOLT phases' context around the fake llvm-bolt."""
     fake.chmod(0o755)
     layout = BuildLayout(tmp_path / "build")
     installed = FakeTarget().server_binary(layout.install_dir)
@@ -228,6 +222,18 @@ def test_a_crashed_llvm_bolt_runs_again_once_and_a_second_crash_is_reported_as_b
                       sealed_digest=lambda d, t, r: "digest", state_file=layout.state_file,
                       train=parse_train("none", 1), runner=Runners(layout.logs), servers=FakeServers(),
                       reporter=reporter)
+    return layout, installed, reporter, ctx
+
+
+def test_a_crashed_llvm_bolt_runs_again_once_and_a_second_crash_is_reported_as_bolts_fault(tmp_path):
+    """llvm-bolt 16 died of SIGSEGV now and then on a MariaDB server: one crash runs it again; two end
+    the phase with BOLT's fault named and the way out."""
+    crashes = tmp_path / "crashes-left"
+    fake = tmp_path / "llvm-bolt"
+    fake.write_text(FAKE_BOLT.replace("# llvm-bolt's shape", f"""n=$(cat {crashes}); if [ "$n" -gt 0 ]; then
+  echo $((n - 1)) > {crashes}; echo "Stack dump:"; kill -SEGV $$; fi
+# llvm-bolt's shape"""))
+    layout, installed, reporter, ctx = bolt_context(tmp_path, fake)
     crashes.write_text("1")
     assert BoltSteps(ctx).instrument()["instrumented_bytes"] > 0
     assert any("killed by signal 11" in m for m in reporter.messages), reporter.messages
@@ -266,16 +272,7 @@ case "$*" in
 ExecInterpExpr/1(*2). Consider adding this function to --skip-funcs=..."; exit 1;;
 esac
 # llvm-bolt's shape"""))
-    fake.chmod(0o755)
-    layout = BuildLayout(tmp_path / "build")
-    installed = FakeTarget().server_binary(layout.install_dir)
-    installed.parent.mkdir(parents=True)
-    installed.write_bytes(b"linked server")
-    reporter = Reporter()
-    ctx = BoltContext(dir=layout.bolt_dir, installed=installed, tool=BoltProfile(str(fake), "merge-fdata"),
-                      sealed_digest=lambda d, t, r: "digest", state_file=layout.state_file,
-                      train=parse_train("none", 1), runner=Runners(layout.logs), servers=FakeServers(),
-                      reporter=reporter)
+    layout, installed, reporter, ctx = bolt_context(tmp_path, fake)
     steps = BoltSteps(ctx)
     instrumented = steps.instrument()
     assert (instrumented["added_options"], instrumented["skipped_functions"]) == (
