@@ -69,6 +69,8 @@ LAYERS: dict[str, int] = {
     "store": 10, "fleet": 10,
     # when stored targets are one binary (file digest, else a vouched-for code digest)
     "binaries": 11,
+    # install trees sent to another host (a cluster's bench host), checked by digest there
+    "shipping": 11,
     "schedule": 11, "analysis": 11,
     "measures": 12,
     "bench": 13,

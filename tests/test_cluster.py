@@ -1,6 +1,7 @@
 """A matrix on a Dask cluster (issue 30): a real scheduler and real workers; in the fast test the
 task's work is a fake cost measure (no build), in the slow one pgolab's own builds of PostgreSQL."""
 
+import functools
 import os
 import re
 import shutil
@@ -13,18 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from pgolab import bench, cluster, report, runfile
+from pgolab import bench, cluster, report, runfile, shipping
 from pgolab.errors import PgolabError
 from pgolab.fleet import BenchTarget
 from pgolab.measurement import BenchOptions
-from pgolab.record import BinaryInfo
+from pgolab.record import BinaryInfo, BuildRecord, SourceInfo
 from pgolab.store import Store
 from pgolab.variants import parse
 from pgolab.workloads import parse_train
 
 from conftest import long_test
 from test_measures import FakeFleet, FakeInstallation
-from test_merge import ShardCost
+from test_merge import ShardCost, ShardQps
 
 OPTIONS = BenchOptions(suite="quick", modes=("cost",), cost_write_repeats=2)
 SPEEDS = {"rel_o2nofp": 1.0, "rel_lto": 1.1, "rel_pgo_use": 1.4, "rel_pgo_use_bolt": 1.45}
@@ -128,13 +129,92 @@ def test_a_share_one_worker_cannot_measure_goes_to_another_and_is_measured_there
     assert not [f for f in report.compute(store, run_id).facts if "not built" in f]
 
 
+def shipping_share(share: cluster.Share) -> cluster.ShareResult:
+    """fake_share, and with share.ship each build's install tree (a server binary of its own bytes and a
+    library beside it) packed as a worker packs it."""
+    from dataclasses import replace
+    result = fake_share(share)
+    installs = []
+    for label in (share.base, *share.variants) if share.ship else ():
+        tree = Path(tempfile.mkdtemp(prefix="fake-install-")) / label
+        (tree / "bin").mkdir(parents=True)
+        (tree / "lib").mkdir()
+        (tree / "bin" / "postgres").write_text(f"the {label} server")
+        (tree / "bin" / "postgres").chmod(0o755)
+        (tree / "lib" / "libpq.so.5").write_text("a library")
+        installs.append(shipping.pack(BuildRecord(label, label, "gcc", "postgresql", SourceInfo("/s", "15.18"), {}, {},
+                                                  str(tree / "bin" / "postgres"), str(tree), "/logs")))
+    return replace(result, installs=tuple(installs))
+
+
+def test_every_build_travels_to_the_bench_host_and_its_qps_is_measured_there_against_one_base(
+        local_cluster, tmp_path, monkeypatch):
+    """--bench-host: the workers build and measure cost; each build's install tree goes to the one
+    worker named, which unpacks it (checked by digest) and measures every build's QPS in one run on
+    its machine, the client's per-machine run beside the merged cost. The same command again adds
+    nothing; a tree whose server binary is not the one packed is refused."""
+    from dataclasses import replace
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(cluster, "run_share", shipping_share)
+    seen = tmp_path / "seen"     # what the bench host's run was given (a file: Dask copies the function)
+
+    def qps_of_fake_servers(store, run_name, base, targets, options, command):
+        seen.write_text("\n".join(f"{t.label} {t.installation.server_binary}" for t in targets))
+        fakes = [replace(t, installation=FakeInstallation(t.installation.server_binary, "postgresql", "pgsql", 1))
+                 for t in targets]
+        return bench.run_bench(store, run_name, base, fakes, options, command, measures=[ShardQps(SPEEDS)],
+                               fleet_factory=FakeFleet)
+
+    monkeypatch.setattr(cluster, "bench_on_host", functools.partial(cluster.bench_on_host,
+                                                                    run_bench=qps_of_fake_servers))
+    both = replace(OPTIONS, modes=("cost", "qps"), instances=1, blocks=2)
+    cluster.check_options(both, "1")
+    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use")]
+    shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10),
+                            cluster.worker_options(both), "m", 2)
+    on_host = cluster.bench_host_task("1", "rel_o2nofp", both, "m")
+    said = []
+    store = Store(tmp_path / "client.sqlite")
+    merged = cluster.run(local_cluster, shares, store, "m", "test", say=said.append, bench=on_host)
+    (machine, qps_run), = merged.per_cpu.items()
+    rows = {r["build"]: r for r in report.compute(store, qps_run).table("builds").rows}
+    assert set(rows) == {"rel_lto", "rel_pgo_use"}
+    ratios = {label: row["qps"].value for label, row in rows.items()}
+    assert ratios == pytest.approx({"rel_lto": 1.1, "rel_pgo_use": 1.4}, rel=0.03)
+    unpacked = tmp_path / "home" / "cluster-installs"
+    given = dict(line.split() for line in seen.read_text().splitlines())
+    assert set(given) == {"rel_o2nofp", "rel_lto", "rel_pgo_use"}
+    assert all(Path(path).is_relative_to(unpacked) and Path(path).read_text() == f"the {label} server"
+               for label, path in given.items()), given
+    commands = "\n".join(report.compute(store, merged.run_id).commands)
+    assert f"wall-clock figures measured on the bench host {machine}, every build on that one machine: run " \
+           "m-on-bench-host" in commands
+    assert any(line.startswith("sending 3 builds") and "to the bench host 1" in line for line in said), said
+    # The client killed and the same command run again: the same runs, nothing new.
+    again = cluster.run(local_cluster, shares, store, "m", "test", say=said.append, bench=on_host)
+    assert (again.run_id, again.per_cpu) == (merged.run_id, merged.per_cpu)
+    assert len(store.samples(qps_run)) == len(store.samples(again.per_cpu[machine]))
+    # A tree that is not what was packed, and a bench host no worker is.
+    packed = shipping_share(replace(shares[0], ship=True)).installs[0]
+    with pytest.raises(PgolabError, match=r"rel_o2nofp's install tree arrived with bin/postgres at \w+, packed at 0+"):
+        shipping.unpack(replace(packed, digest="0" * 64), tmp_path / "elsewhere")
+    with pytest.raises(PgolabError, match="no workers of the cluster are 'nowhere'"):
+        cluster.run(local_cluster, shares, store, "m", "test", bench=replace(on_host, host="nowhere"))
+
+
 def test_a_cluster_without_build_workers_or_asked_for_qps_says_what_to_do(tmp_path):
     from distributed import LocalCluster
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c:
         with pytest.raises(PgolabError, match="resource 'build'"):
             cluster.run(c.scheduler_address, [], Store(tmp_path / "s.sqlite"), "m", "test")
-    with pytest.raises(PgolabError, match="cost only"):
+    with pytest.raises(PgolabError, match="qps belongs to one machine") as refused:
         cluster.check_options(BenchOptions(modes=("qps", "cost")))
+    assert "--bench-host" in refused.value.hint
+    with pytest.raises(PgolabError, match="none is asked for"):
+        cluster.check_options(BenchOptions(modes=("cost",)), bench_host="bench")
+    with pytest.raises(PgolabError, match="cost is not asked for"):
+        cluster.check_options(BenchOptions(modes=("qps",)), bench_host="bench")
+    cluster.check_options(BenchOptions(modes=("qps", "cost")), bench_host="bench")
 
 
 def free_port() -> int:
@@ -147,9 +227,11 @@ def free_port() -> int:
 @long_test("builds PostgreSQL four times on two workers (29 min here beside another test)")
 def test_a_postgresql_matrix_on_a_scheduler_and_two_workers_with_homes_of_their_own():
     """dask scheduler and two dask workers on 127.0.0.1 (each its own pgolab home, one build at a
-    time), pgolab matrix --cluster: every build once, the base on each worker, one merged run.
-    The two homes are of different depths and the workers compile without ccache, so the two bases
-    are two builds of one source in two places: they must be the same binary, bit for bit (issue 30)."""
+    time), pgolab matrix --cluster: every build once, the base on each worker, one merged run of
+    their cost; QPS on the bench host w1, which receives every build's install tree and measures
+    them all there. The two homes are of different depths and the workers compile without ccache, so
+    the two bases are two builds of one source in two places: they must be the same binary, bit for
+    bit (issue 30)."""
     dask = shutil.which("dask", path=str(Path(sys.executable).parent)) or shutil.which("dask")
     # Homes the unprivileged user PostgreSQL runs as can reach (pytest's own folders are root's alone).
     tmp_path = Path(tempfile.mkdtemp(prefix="pgolab-cluster-test-"))
@@ -175,8 +257,9 @@ def test_a_postgresql_matrix_on_a_scheduler_and_two_workers_with_homes_of_their_
                                           env=env, stdout=open(logs / f"worker{i}.log", "w"), stderr=subprocess.STDOUT))
         time.sleep(5)
         result = subprocess.run([sys.executable, "-m", "pgolab", "matrix", "postgresql", "--variants",
-                                 "rel_o2nofp,rel_o2nofp_native,rel_o2nofp_clang", "--measure", "cost", "--suite", "quick",
-                                 "--cost-scale", "0.1", "--cluster", address, "--run", "ci-cluster",
+                                 "rel_o2nofp,rel_o2nofp_native,rel_o2nofp_clang", "--measure", "cost,qps",
+                                 "--suite", "quick", "--cost-scale", "0.1", "--instances", "1", "--blocks", "2",
+                                 "--seconds", "1", "--cluster", address, "--bench-host", "w1", "--run", "ci-cluster",
                                  "--store", str(tmp_path / "client.sqlite")],
                                 capture_output=True, text=True, timeout=3600,
                                 env={**os.environ, "PGOLAB_HOME": str(tmp_path / "client")})
@@ -200,6 +283,13 @@ def test_a_postgresql_matrix_on_a_scheduler_and_two_workers_with_homes_of_their_
         rows = {r["build"]: r for r in report.compute(store, "ci-cluster").table("builds").rows}
         assert set(rows) == ({"rel_o2nofp_native", "rel_o2nofp_clang"} if native_measured else {"rel_o2nofp_clang"})
         assert all(rows[b]["cycles"] is not None for b in rows)
+        # QPS: every build the workers measured, in one run on w1, from trees unpacked in w1's home.
+        assert "Wall-clock figures measured on" in result.stdout
+        qps_run = store.run("ci-cluster-on-bench-host")
+        qps_rows = {r["build"]: r for r in report.compute(store, qps_run.id).table("builds").rows}
+        assert set(qps_rows) == set(rows) and all(r["qps"].value > 0 for r in qps_rows.values())
+        binaries = {t.label: Path(t.server_binary) for t in store.targets(qps_run.id)}
+        assert all(b.is_relative_to(homes[1] / "cluster-installs") for b in binaries.values()), binaries
     finally:
         for p in reversed(procs):
             p.terminate()

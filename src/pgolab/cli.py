@@ -616,6 +616,9 @@ def matrix_cmd(
     cluster: Optional[str] = typer.Option(None, "--cluster", metavar="tcp://SCHEDULER:8786",
                                           help="build and cost-measure on a Dask cluster, one build per task, and "
                                                "merge the results here (workers: --resources build=1)"),
+    bench_host: Optional[str] = typer.Option(None, "--bench-host", metavar="WORKER",
+                                             help="with --cluster and --measure cost,qps: the worker (name, host or "
+                                                  "address) that receives every build and measures its QPS"),
     *, options, binary, store_path, out_dir,
 ) -> None:
     """Build every variant named (cheapest first, up-to-date ones skipped), benchmark them all in one
@@ -627,8 +630,11 @@ def matrix_cmd(
     if cluster and replicates > 1:
         raise PgolabError("--replicates is not run on a cluster yet", hint="run the matrix with --replicates on one "
                           "host, or in shards (--shard K/N) merged with pgolab merge")
+    if bench_host and not cluster:
+        raise PgolabError("--bench-host names a worker of a --cluster", hint="add --cluster tcp://SCHEDULER:8786, or "
+                          "leave --bench-host out: a matrix on one host measures its QPS there")
     if cluster:
-        _matrix_on_cluster(cluster, source_args, variants, bolt, base, train_spec, options,
+        _matrix_on_cluster(cluster, bench_host, source_args, variants, bolt, base, train_spec, options,
                            run_name, jobs, binary, shard, store_path, out_dir)
         return
     trees = [_resolve_source(s) for s in source_args]
@@ -702,18 +708,21 @@ def best_cmd(
         _show_run(store, confirm_id, out_dir)
 
 
-def _matrix_on_cluster(address, source_args, variants, bolt, base, train, options, run_name, jobs, binary, shard,
-                       store_path, out_dir) -> None:
+def _matrix_on_cluster(address, bench_host, source_args, variants, bolt, base, train, options, run_name, jobs,
+                       binary, shard, store_path, out_dir) -> None:
     from . import cluster, matrix
     from .store import Store
     if len(source_args) != 1 or binary or shard:
         raise PgolabError("--cluster runs one source's matrix, without --binary or --shard",
                           hint="give one SOURCE; measure other binaries on one machine with pgolab bench")
-    cluster.check_options(options)
-    name = run_name or f"matrix-{source_args[0].replace('/', '_')}-{options.suite}-cost-cluster"
-    tasks = cluster.shares(matrix.choose(variants, bolt), base, source_args[0], train, options, name, jobs)
+    cluster.check_options(options, bench_host)
+    name = run_name or f"matrix-{source_args[0].replace('/', '_')}-{options.suite}-{'-'.join(options.modes)}-cluster"
+    tasks = cluster.shares(matrix.choose(variants, bolt), base, source_args[0], train,
+                           cluster.worker_options(options), name, jobs)
+    on_host = cluster.bench_host_task(bench_host, base, options, name) if bench_host else None
     store = Store(store_path)
-    _show_merged(store, cluster.run(address, tasks, store, name, _command_line(), say=console.print), out_dir)
+    _show_merged(store, cluster.run(address, tasks, store, name, _command_line(), say=console.print, bench=on_host),
+                 out_dir)
 
 
 @app.command("merge")
@@ -761,7 +770,7 @@ def _show_merged(store, merged, out_dir: Optional[Path]) -> None:
     """A merged run's report, then each CPU model's run of wall-clock figures (in OUT/<its run name>)."""
     _show_run(store, merged.run_id, out_dir)
     for model, run_id in merged.per_cpu.items():
-        console.print(f"\nWall-clock figures of the shards on {model}:", style="bold", highlight=False)
+        console.print(f"\nWall-clock figures measured on {model}:", style="bold", highlight=False)
         _show_run(store, run_id, out_dir / store.run(run_id).name if out_dir else None)
 
 

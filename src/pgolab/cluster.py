@@ -17,26 +17,29 @@ The client imports each into its store as it arrives and merges them (merge.py),
 against the base of its own task. Killed and run again, the same command continues: the workers'
 builds and runs are up to date or resume, and importing and merging twice changes nothing.
 
-Wall-clock QPS belongs to one machine: a cluster run measures cost only, and says so if asked for
-QPS (measure the winners on one machine with `pgolab bench`).
+Wall-clock QPS belongs to one machine, the bench host (`--bench-host`, one of the workers): with it,
+each task also returns its builds' install trees (shipping.py), and once every task is done one
+last task, pinned to the bench host, unpacks them there (checked by digest) and measures every
+build's QPS against the base in one run, which the client imports beside the merged cost run.
+Without it, a cluster run asked for QPS is refused with that option named.
 """
 
 from __future__ import annotations
 
 import platform
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from . import debian, matrix, merge, paths, runfile
+from . import bench, debian, matrix, merge, paths, runfile, shipping
 from .matrix import training_groups
 from .errors import PgolabError
 from .measurement import BenchOptions
-from .measures import MEASURES
 from .phases import QuietReporter
 from .runner import home_runner
 from .schedule import Progress
+from .shipping import PackedInstall
 from .store import NOT_BUILT, Store
 from .variants import Variant, parse
 from .workloads import TrainingSpec
@@ -54,6 +57,7 @@ class Share:
     options: BenchOptions
     run_name: str
     jobs: int
+    ship: bool = False       # send the builds back too (packed install trees), for the bench host
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,7 @@ class ShareResult:
     samples: int
     left_out: str | None = None     # why the worker built nothing (a -march=native share on AVX-512)
     address: str = ""               # the Dask worker's address: a share it left out goes to another
+    installs: tuple[PackedInstall, ...] = ()   # the share's builds and the base, when shipped
 
 
 class _QuietMatrix:
@@ -83,9 +88,7 @@ class _QuietMatrix:
 def run_share(share: Share) -> ShareResult:
     """On a worker: build the share and the base in this worker's pgolab home, measure their cost,
     and return the run as a run file; nothing, and why, when this worker can measure none of them."""
-    from .host import Host
-    host = Host.this()
-    worker = f"{platform.node()} ({host.cpu}, {host.cpu_id})"
+    worker = this_worker()
     left = matrix.unmeasurable_here([parse(v) for v in share.variants], share.base, share.options)
     if len(left) == len(share.variants):
         return ShareResult(share.run_name, b"", worker, 0, "; ".join(f"{v}: {why}" for v, why in left.items()),
@@ -94,12 +97,25 @@ def run_share(share: Share) -> ShareResult:
     request = matrix.MatrixRequest(sources=[tree], variants=[parse(v) for v in share.variants], base=share.base,
                                    train=share.train, options=share.options, run_name=share.run_name, jobs=share.jobs)
     store = Store(paths.home() / "cluster-runs.sqlite")
-    matrix.run_matrix(request, store, _QuietMatrix(), f"pgolab cluster task {share.run_name}")
+    built = matrix.run_matrix(request, store, _QuietMatrix(), f"pgolab cluster task {share.run_name}").builds
+    installs = tuple(shipping.pack(b.record) for b in built if b.record) if share.ship else ()
+    data, samples = exported(store, share.run_name)
+    return ShareResult(share.run_name, data, worker, samples, address=worker_address(), installs=installs)
+
+
+def exported(store: Store, run_name: str) -> tuple[bytes, int]:
+    """A stored run as the bytes of its run file, and how many samples it holds."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run.gz"
-        samples = runfile.export_run(store, share.run_name, out)
-        data = out.read_bytes()
-    return ShareResult(share.run_name, data, worker, samples, address=worker_address())
+        samples = runfile.export_run(store, run_name, out)
+        return out.read_bytes(), samples
+
+
+def this_worker() -> str:
+    """This machine as a progress line names it: host name, CPU model and family/model/stepping."""
+    from .host import Host
+    host = Host.this()
+    return f"{platform.node()} ({host.cpu}, {host.cpu_id})"
 
 
 def worker_address() -> str:
@@ -124,18 +140,84 @@ def shares(variants: list[Variant], base: str, source: str, train: TrainingSpec,
             for group in groups]
 
 
-def check_options(options: BenchOptions) -> None:
-    clock = [m for m in options.modes if MEASURES[m].machine_bound]
-    if clock:
-        raise PgolabError(f"a cluster run measures cost only: {', '.join(clock)} belongs to one machine",
-                          hint="--measure cost; then measure the builds you choose on one machine with pgolab bench")
+def clock_modes(options: BenchOptions) -> tuple[str, ...]:
+    """The wall-clock measures asked for (QPS): they belong to one machine, the bench host."""
+    return tuple(m for m in options.modes if m in merge.clock_modes())
+
+
+def worker_options(options: BenchOptions) -> BenchOptions:
+    """What each task measures where it builds: every measure but the wall-clock ones."""
+    return replace(options, modes=tuple(m for m in options.modes if m not in clock_modes(options)))
+
+
+def check_options(options: BenchOptions, bench_host: str | None = None) -> None:
+    clock = clock_modes(options)
+    if clock and not bench_host:
+        raise PgolabError(f"{', '.join(clock)} belongs to one machine, and a cluster builds on many",
+                          hint="name that machine with --bench-host HOST (a worker's name, host or address): it "
+                               "receives every build and measures them all; or --measure cost alone")
+    if bench_host and not clock:
+        raise PgolabError("--bench-host measures wall-clock figures, and none is asked for",
+                          hint="--measure cost,qps")
+    if not worker_options(options).modes:
+        raise PgolabError("a cluster measures cost where it builds, and cost is not asked for",
+                          hint="--measure cost,qps (QPS on the --bench-host)")
+
+
+@dataclass(frozen=True)
+class BenchHostTask:
+    """The wall-clock run on the bench host: every build the workers measured, beside the base."""
+    host: str                 # a worker's name, host or address, as the user named it
+    base: str
+    options: BenchOptions     # the wall-clock measures alone
+    run_name: str
+
+
+def bench_host_task(host: str, base: str, options: BenchOptions, name: str) -> BenchHostTask:
+    return BenchHostTask(host, base, replace(options, modes=clock_modes(options)), f"{name}-on-bench-host")
+
+
+def find_worker(scheduler_info: dict, host: str) -> str:
+    """The address of the worker the user named by its address, name or host."""
+    workers = scheduler_info["workers"]
+    found = [a for a, w in workers.items() if host in (a, str(w.get("name")), w.get("host"))]
+    if len(found) != 1:
+        names = ", ".join(f"{w.get('name')} ({a})" for a, w in workers.items())
+        raise PgolabError(f"{'no' if not found else len(found)} workers of the cluster are {host!r}: {names}",
+                          hint="--bench-host takes one worker's name (dask worker --name), host or address")
+    return found[0]
+
+
+def bench_on_host(task: BenchHostTask, installs: list[PackedInstall], command: str,
+                  run_bench: Callable = bench.run_bench) -> ShareResult:
+    """On the bench host: unpack every build the workers sent (refusing one whose binary is not the one
+    packed), measure them all in one wall-clock run against the base, and return it as a run file.
+    The base comes from the first task; every task built it, and on this host one binary serves."""
+    into = paths.home() / "cluster-installs"
+    targets = {}
+    for packed in installs:
+        if packed.label not in targets:
+            targets[packed.label] = shipping.unpack(packed, into)
+    store = Store(paths.home() / "cluster-runs.sqlite")
+    run_bench(store, task.run_name, task.base, list(targets.values()), task.options, command)
+    data, samples = exported(store, task.run_name)
+    return ShareResult(task.run_name, data, this_worker(), samples, address=worker_address())
+
+
+def import_result(store: Store, result: ShareResult):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "run.gz"
+        path.write_bytes(result.run_file)
+        return runfile.import_run(store, path)
 
 
 def run(address: str, shares_: list[Share], store: Store, name: str, command: str,
-        say: Callable[[str], None] = print) -> "merge.Merged":
-    """Every share on the cluster; each result imported as it arrives, then all merged into `name`."""
+        say: Callable[[str], None] = print, bench: BenchHostTask | None = None) -> "merge.Merged":
+    """Every share on the cluster; each result imported as it arrives, then all merged into `name`.
+    With a bench host, every build then travels there and its wall-clock run is the merged run's
+    per-machine run (merge.Merged.per_cpu)."""
     try:
-        from distributed import Client, wait
+        from distributed import Client
     except ImportError as exc:
         raise PgolabError("the dask distributed package is missing", hint="pip install 'distributed' "
                           "(scripts/setup.sh installs it)") from exc
@@ -147,63 +229,108 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
                                "--nthreads 1 --resources build=1`")
     try:
         info = client.scheduler_info()
-        workers = info["workers"]
         if not build_workers(info):
             raise PgolabError(f"no worker of {address} offers the resource {RESOURCE!r}; the tasks would wait forever",
                               hint=f"start workers with `dask worker {address} --nthreads 1 --resources {RESOURCE}=1`")
-        say(f"cluster {address}: {len(workers)} workers, {len(shares_)} tasks (one build each, beside the base)")
-        futures = {client.submit(run_share, s, resources={RESOURCE: 1}, pure=False, key=f"pgolab-{s.run_name}"): s
-                   for s in shares_}
-        # A share a worker cannot measure (a -march=native build on AVX-512, in cost mode) goes to each
-        # other build worker in turn; only when every one has left it out is it not built.
-        refused: dict[str, set[str]] = {}
-        pending, done, measured, not_built = set(futures), 0, [], []
-        while pending:
-            try:
-                finished, pending = wait(pending, timeout=60, return_when="FIRST_COMPLETED")
-            except TimeoutError:    # a minute without news: who works on what
-                busy = {w: [k.removeprefix("pgolab-") for k in keys]
-                        for w, keys in client.processing().items() if keys}
-                say(f"{done}/{len(shares_)} done; working: " +
-                    ("; ".join(f"{w}: {', '.join(k)}" for w, k in busy.items()) or "none (waiting for workers)"))
-                continue
-            for future in finished:
-                result: ShareResult = future.result()
-                share = futures[future]
-                if result.left_out:
-                    variants = ', '.join(share.variants)
-                    tried = refused.setdefault(share.run_name, set())
-                    tried.add(result.address)
-                    others = [w for w in build_workers(client.scheduler_info()) if w not in tried]
-                    if result.address and others:
-                        say(f"{variants} left out by {result.worker} ({result.left_out}); "
-                            f"sent to another worker ({len(others)} not tried)")
-                        again = client.submit(run_share, share, resources={RESOURCE: 1}, pure=False,
-                                              workers=others, allow_other_workers=False,
-                                              key=f"pgolab-{share.run_name}-try{len(tried) + 1}")
-                        futures[again] = share
-                        pending.add(again)
-                        continue
-                    done += 1
-                    say(f"[{done}/{len(shares_)}] {variants} not built on {result.worker}, "
-                        f"which cannot measure it: {result.left_out}")
-                    not_built.append(f"{NOT_BUILT}{variants}, which none of the {len(tried)} workers could measure "
-                                     f"(the last, {result.worker}: {result.left_out})" if len(tried) > 1 else
-                                     f"{NOT_BUILT}{variants}, which worker {result.worker} could not measure "
-                                     f"({result.left_out})")
-                    continue
-                done += 1
-                measured.append(result.run_name)
-                with tempfile.TemporaryDirectory() as tmp:
-                    path = Path(tmp) / "run.gz"
-                    path.write_bytes(result.run_file)
-                    imported = runfile.import_run(store, path)
-                say(f"[{done}/{len(shares_)}] {', '.join(futures[future].variants)} built and measured on "
-                    f"{result.worker}: {result.samples} samples ({imported.samples_added} new here)")
+        bench_address = find_worker(info, bench.host) if bench else None
+        say(f"cluster {address}: {len(info['workers'])} workers, {len(shares_)} tasks (one build each, beside the base)"
+            + (f"; wall-clock figures on {bench.host} ({bench_address})" if bench else ""))
+        outcome = _run_shares(client, shares_, store, say, ship=bench is not None)
+        notes = outcome.not_built
+        per_machine = {}
+        if bench and outcome.measured:
+            result = _run_on_bench_host(client, bench, bench_address, outcome.installs, command, say)
+            imported = import_result(store, result)
+            say(f"wall-clock run {result.run_name} on {result.worker}: {result.samples} samples "
+                f"({imported.samples_added} new here)")
+            notes = [*notes, f"wall-clock figures measured on the bench host {result.worker}, every build "
+                             f"on that one machine: run {result.run_name}"]
+            per_machine = {result.worker: store.run(result.run_name).id}
     finally:
         client.close()
-    if not measured:
+    if not outcome.measured:
         raise PgolabError("no worker could measure any of the builds",
                           hint="add workers on a CPU without AVX-512 for -march=native builds in cost mode")
-    return merge.merge(store, [s.run_name for s in shares_ if s.run_name in measured], name, command, at_least=1,
-                       notes=not_built)
+    merged = merge.merge(store, [s.run_name for s in shares_ if s.run_name in outcome.measured], name, command,
+                         at_least=1, notes=notes)
+    return replace(merged, per_cpu={**merged.per_cpu, **per_machine})
+
+
+@dataclass
+class SharesOutcome:
+    measured: list[str] = field(default_factory=list)         # run names of the shares measured
+    not_built: list[str] = field(default_factory=list)        # the merged run's notes of the others
+    installs: list[PackedInstall] = field(default_factory=list)   # what the bench host receives
+
+
+def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str], None], ship: bool) -> SharesOutcome:
+    """Each share a task; a share a worker cannot measure (a -march=native build on AVX-512, in cost
+    mode) goes to each other build worker in turn, and only when every one has left it out is it not
+    built. Each measured share's run is imported as it arrives."""
+    from distributed import wait
+    futures = {client.submit(run_share, replace(s, ship=ship), resources={RESOURCE: 1}, pure=False,
+                             key=f"pgolab-{s.run_name}"): s for s in shares_}
+    refused: dict[str, set[str]] = {}
+    pending, done, outcome = set(futures), 0, SharesOutcome()
+    while pending:
+        try:
+            finished, pending = wait(pending, timeout=60, return_when="FIRST_COMPLETED")
+        except TimeoutError:    # a minute without news: who works on what
+            say(f"{done}/{len(shares_)} done; working: {_busy(client)}")
+            continue
+        for future in finished:
+            result: ShareResult = future.result()
+            share = futures[future]
+            variants = ', '.join(share.variants)
+            if result.left_out:
+                tried = refused.setdefault(share.run_name, set())
+                tried.add(result.address)
+                others = [w for w in build_workers(client.scheduler_info()) if w not in tried]
+                if result.address and others:
+                    say(f"{variants} left out by {result.worker} ({result.left_out}); "
+                        f"sent to another worker ({len(others)} not tried)")
+                    again = client.submit(run_share, replace(share, ship=ship), resources={RESOURCE: 1}, pure=False,
+                                          workers=others, allow_other_workers=False,
+                                          key=f"pgolab-{share.run_name}-try{len(tried) + 1}")
+                    futures[again] = share
+                    pending.add(again)
+                    continue
+                done += 1
+                say(f"[{done}/{len(shares_)}] {variants} not built on {result.worker}, "
+                    f"which cannot measure it: {result.left_out}")
+                outcome.not_built.append(
+                    f"{NOT_BUILT}{variants}, which none of the {len(tried)} workers could measure "
+                    f"(the last, {result.worker}: {result.left_out})" if len(tried) > 1 else
+                    f"{NOT_BUILT}{variants}, which worker {result.worker} could not measure ({result.left_out})")
+                continue
+            done += 1
+            outcome.measured.append(result.run_name)
+            outcome.installs.extend(result.installs)
+            imported = import_result(store, result)
+            say(f"[{done}/{len(shares_)}] {variants} built and measured on {result.worker}: {result.samples} "
+                f"samples ({imported.samples_added} new here)")
+    return outcome
+
+
+def _run_on_bench_host(client, task: BenchHostTask, address: str, installs: list[PackedInstall], command: str,
+                       say: Callable[[str], None]) -> ShareResult:
+    """The bench host's task, pinned to it; the builds go there once (scattered), not in the graph."""
+    from distributed import wait
+    labels = sorted({p.label for p in installs})
+    size = sum(len(p.tree) for p in installs) / 2**20
+    say(f"sending {len(labels)} builds ({size:.0f} MiB) to the bench host {task.host}: {', '.join(labels)}")
+    sent = client.scatter(installs, workers=[address])
+    future = client.submit(bench_on_host, task, sent, command, workers=[address], allow_other_workers=False,
+                           pure=False, key=f"pgolab-{task.run_name}")
+    while True:
+        try:
+            wait([future], timeout=60)
+            return future.result()
+        except TimeoutError:
+            say(f"measuring wall-clock figures on {task.host}: {_busy(client)}")
+
+
+def _busy(client) -> str:
+    """Who works on what, from the scheduler."""
+    busy = {w: [k.removeprefix("pgolab-") for k in keys] for w, keys in client.processing().items() if keys}
+    return "; ".join(f"{w}: {', '.join(k)}" for w, k in busy.items()) or "none (waiting for workers)"
