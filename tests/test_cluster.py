@@ -95,11 +95,10 @@ def test_a_share_no_worker_can_measure_is_said_and_left_out_of_the_merge(local_c
     monkeypatch.setattr(cluster, "run_share", share_on_avx512)
     shares, store, run_id, said = run_lto_and_pgo(local_cluster, tmp_path)
     assert {r["build"] for r in report.compute(store, run_id).table("builds").rows} == {"rel_pgo_use"}
-    assert any("rel_lto not built on a fake worker, which cannot measure it: rel_lto: cost: avx512f here" in line
+    assert any("rel_lto not built, which none of the 2 workers could measure (rel_lto: cost: avx512f here)" in line
                for line in said), said
     assert sum("sent to another worker" in line for line in said) == 1, "each of the 2 workers tried once"
-    assert "not built: rel_lto, which none of the 2 workers could measure (the last, a fake worker: rel_lto: " \
-        "cost: avx512f here)" in \
+    assert "not built: rel_lto, which none of the 2 workers could measure (rel_lto: cost: avx512f here)" in \
         report.compute(store, run_id).facts
     lto_only = [s for s in shares if s.variants == ("rel_lto",)]
     with pytest.raises(PgolabError, match="no worker could measure any of the builds"):
@@ -158,12 +157,12 @@ def test_every_build_travels_to_the_bench_host_and_its_qps_is_measured_there_aga
     monkeypatch.setattr(cluster, "run_share", shipping_share)
     seen = tmp_path / "seen"     # what the bench host's run was given (a file: Dask copies the function)
 
-    def qps_of_fake_servers(store, run_name, base, targets, options, command):
+    def qps_of_fake_servers(store, run_name, base, targets, options, command, notes=()):
         seen.write_text("\n".join(f"{t.label} {t.installation.server_binary}" for t in targets))
         fakes = [replace(t, installation=FakeInstallation(t.installation.server_binary, "postgresql", "pgsql", 1))
                  for t in targets]
         return bench.run_bench(store, run_name, base, fakes, options, command, measures=[ShardQps(SPEEDS)],
-                               fleet_factory=FakeFleet)
+                               fleet_factory=FakeFleet, notes=notes)
 
     monkeypatch.setattr(cluster, "bench_on_host", functools.partial(cluster.bench_on_host,
                                                                     run_bench=qps_of_fake_servers))
@@ -190,16 +189,54 @@ def test_every_build_travels_to_the_bench_host_and_its_qps_is_measured_there_aga
     assert f"wall-clock figures measured on the bench host {machine}, every build on that one machine: run " \
            "m-on-bench-host" in commands
     assert any(line.startswith("sending 3 builds") and "to the bench host 1" in line for line in said), said
-    # The client killed and the same command run again: the same runs, nothing new.
+    # The client killed and the same command run again: the same runs, nothing new, nothing unpacked again.
+    samples = len(store.samples(qps_run))
+    unpacked_at = {p: p.stat().st_mtime_ns for p in unpacked.iterdir()}
     again = cluster.run(local_cluster, shares, store, "m", "test", say=said.append, bench=on_host)
     assert (again.run_id, again.per_cpu) == (merged.run_id, merged.per_cpu)
-    assert len(store.samples(qps_run)) == len(store.samples(again.per_cpu[machine]))
+    assert len(store.samples(qps_run)) == samples
+    assert {p: p.stat().st_mtime_ns for p in unpacked.iterdir()} == unpacked_at and len(unpacked_at) == 3
     # A tree that is not what was packed, and a bench host no worker is.
     packed = shipping_share(replace(shares[0], ship=True)).installs[0]
+    native = replace(packed, record={**packed.record, "variant": "rel_o2nofp_native"})
+    assert shipping.foreign_native(native, packed.built_on) is None
+    assert "built with -march=native on" in shipping.foreign_native(native, "Another CPU (family 1, model 2)")
+    assert shipping.foreign_native(packed, "Another CPU (family 1, model 2)") is None
     with pytest.raises(PgolabError, match=r"rel_o2nofp's install tree arrived with bin/postgres at \w+, packed at 0+"):
         shipping.unpack(replace(packed, digest="0" * 64), tmp_path / "elsewhere")
     with pytest.raises(PgolabError, match="no workers of the cluster are 'nowhere'"):
         cluster.run(local_cluster, shares, store, "m", "test", bench=replace(on_host, host="nowhere"))
+
+
+@pytest.mark.parametrize("python_filter", [True, False], ids=["python-filter", "by-hand"])
+def test_an_install_tree_that_leads_outside_itself_is_refused(tmp_path, monkeypatch, python_filter):
+    """A packed tree is unpacked with its programs' modes; a member or a link leading outside the folder
+    is refused, by Python's own filter (3.11.4 on) or, before it (Debian 12's 3.11.2), by hand."""
+    import io
+    import tarfile
+    if not python_filter:
+        monkeypatch.delattr(tarfile, "data_filter")
+
+    def tree(*members):
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+            for name, link in members:
+                info = tarfile.TarInfo(name)
+                if link:
+                    info.type, info.linkname = tarfile.SYMTYPE, link
+                    tar.addfile(info)
+                else:
+                    info.size, info.mode = 1, 0o755
+                    tar.addfile(info, io.BytesIO(b"x"))
+        buffer.seek(0)
+        return tarfile.open(fileobj=buffer, mode="r:gz")
+
+    shipping.extract(tree(("./bin/postgres", None), ("./lib/libpq.so", "libpq.so.5")), tmp_path / "good")
+    assert (tmp_path / "good" / "bin" / "postgres").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "good" / "lib" / "libpq.so").is_symlink()
+    for i, bad in enumerate([("../evil", None), ("./lib/l", "/etc/passwd"), ("./lib/l", "../../x")]):
+        with pytest.raises(PgolabError, match="names a path outside itself"):
+            shipping.extract(tree(bad), tmp_path / f"bad{i}")
 
 
 def test_a_cluster_without_build_workers_or_asked_for_qps_says_what_to_do(tmp_path):

@@ -127,6 +127,11 @@ def worker_address() -> str:
         return ""
 
 
+def workers_info(client) -> dict:
+    """The scheduler's view of every worker (distributed 2025.4-2026.6 list 5 unless asked for all)."""
+    return client.scheduler_info(n_workers=-1)
+
+
 def build_workers(scheduler_info: dict) -> list[str]:
     """The addresses of the workers that offer the resource every task needs."""
     return sorted(a for a, w in scheduler_info["workers"].items() if w.get("resources", {}).get(RESOURCE))
@@ -190,18 +195,25 @@ def find_worker(scheduler_info: dict, host: str) -> str:
 
 def bench_on_host(task: BenchHostTask, installs: list[PackedInstall], command: str,
                   run_bench: Callable = bench.run_bench) -> ShareResult:
-    """On the bench host: unpack every build the workers sent (refusing one whose binary is not the one
-    packed), measure them all in one wall-clock run against the base, and return it as a run file.
-    The base comes from the first task; every task built it, and on this host one binary serves."""
+    """On the bench host: unpack every build the workers sent (one per label: the client sends the
+    base of the first task in the matrix's order; refusing one whose binary is not the one packed),
+    measure them all in one wall-clock run against the base, and return it as a run file. A
+    -march=native build from another CPU model is left out, and the run says why. The run's name ends
+    in the binaries' digest: another set of builds is another run, not a clash with the first."""
+    from .host import Host
+    here = Host.this().model()
     into = paths.home() / "cluster-installs"
-    targets = {}
+    targets, notes = [], []
     for packed in installs:
-        if packed.label not in targets:
-            targets[packed.label] = shipping.unpack(packed, into)
+        if (why := shipping.foreign_native(packed, here)) is not None:
+            notes.append(f"{NOT_BUILT}{packed.label} on the bench host: {why}")
+            continue
+        targets.append(shipping.unpack(packed, into))
     store = Store(paths.home() / "cluster-runs.sqlite")
-    run_bench(store, task.run_name, task.base, list(targets.values()), task.options, command)
-    data, samples = exported(store, task.run_name)
-    return ShareResult(task.run_name, data, this_worker(), samples, address=worker_address())
+    run_id = run_bench(store, f"{task.run_name}-{{binaries}}", task.base, targets, task.options, command, notes=notes)
+    name = store.run(run_id).name
+    data, samples = exported(store, name)
+    return ShareResult(name, data, this_worker(), samples, address=worker_address())
 
 
 def import_result(store: Store, result: ShareResult):
@@ -228,7 +240,7 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
                           hint="start one with `dask scheduler`, and workers with `dask worker ADDRESS "
                                "--nthreads 1 --resources build=1`")
     try:
-        info = client.scheduler_info()
+        info = workers_info(client)
         if not build_workers(info):
             raise PgolabError(f"no worker of {address} offers the resource {RESOURCE!r}; the tasks would wait forever",
                               hint=f"start workers with `dask worker {address} --nthreads 1 --resources {RESOURCE}=1`")
@@ -236,23 +248,28 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
         say(f"cluster {address}: {len(info['workers'])} workers, {len(shares_)} tasks (one build each, beside the base)"
             + (f"; wall-clock figures on {bench.host} ({bench_address})" if bench else ""))
         outcome = _run_shares(client, shares_, store, say, ship=bench is not None)
-        notes = outcome.not_built
+        if not outcome.measured:
+            raise PgolabError("no worker could measure any of the builds",
+                              hint="add workers on a CPU without AVX-512 for -march=native builds in cost mode")
+        # The cost run first: a bench host that fails or leaves does not take it along.
+        merged = merge.merge(store, [s.run_name for s in shares_ if s.run_name in outcome.measured], name, command,
+                             at_least=1, notes=outcome.not_built)
         per_machine = {}
-        if bench and outcome.measured:
-            result = _run_on_bench_host(client, bench, bench_address, outcome.installs, command, say)
+        if bench:
+            installs = outcome.shipped([s.run_name for s in shares_])
+            try:
+                result = _run_on_bench_host(client, bench, bench_address, installs, command, say)
+            except PgolabError as exc:
+                raise PgolabError(f"{exc.message}; the cost run {name} is merged", log=exc.log, detail=exc.detail,
+                                  hint=exc.hint or "run the same command again: the QPS run continues") from exc
             imported = import_result(store, result)
             say(f"wall-clock run {result.run_name} on {result.worker}: {result.samples} samples "
                 f"({imported.samples_added} new here)")
-            notes = [*notes, f"wall-clock figures measured on the bench host {result.worker}, every build "
-                             f"on that one machine: run {result.run_name}"]
+            store.add_commands(merged.run_id, [f"wall-clock figures measured on the bench host {result.worker}, "
+                                               f"every build on that one machine: run {result.run_name}"])
             per_machine = {result.worker: store.run(result.run_name).id}
     finally:
         client.close()
-    if not outcome.measured:
-        raise PgolabError("no worker could measure any of the builds",
-                          hint="add workers on a CPU without AVX-512 for -march=native builds in cost mode")
-    merged = merge.merge(store, [s.run_name for s in shares_ if s.run_name in outcome.measured], name, command,
-                         at_least=1, notes=notes)
     return replace(merged, per_cpu={**merged.per_cpu, **per_machine})
 
 
@@ -260,52 +277,71 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
 class SharesOutcome:
     measured: list[str] = field(default_factory=list)         # run names of the shares measured
     not_built: list[str] = field(default_factory=list)        # the merged run's notes of the others
-    installs: list[PackedInstall] = field(default_factory=list)   # what the bench host receives
+    installs: dict[str, tuple[PackedInstall, ...]] = field(default_factory=dict)   # by share run name
+
+    def shipped(self, order: list[str]) -> list[PackedInstall]:
+        """What the bench host receives: each label once, the shares taken in the matrix's order (not
+        the order they finished in), so the base is the same on every run of the command."""
+        chosen: dict[str, PackedInstall] = {}
+        for run_name in order:
+            for packed in self.installs.get(run_name, ()):
+                chosen.setdefault(packed.label, packed)
+        return list(chosen.values())
 
 
 def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str], None], ship: bool) -> SharesOutcome:
     """Each share a task; a share a worker cannot measure (a -march=native build on AVX-512, in cost
-    mode) goes to each other build worker in turn, and only when every one has left it out is it not
-    built. Each measured share's run is imported as it arrives."""
+    mode) goes to each other build worker in turn, and only when every one has left it out (or the
+    ones left have gone) is it not built. Each measured share's run is imported as it arrives."""
     from distributed import wait
     futures = {client.submit(run_share, replace(s, ship=ship), resources={RESOURCE: 1}, pure=False,
                              key=f"pgolab-{s.run_name}"): s for s in shares_}
     refused: dict[str, set[str]] = {}
+    allowed: dict[object, list[str]] = {}     # a share sent on: the workers it may go to
     pending, done, outcome = set(futures), 0, SharesOutcome()
+
+    def not_built(share: Share, which: str) -> None:
+        nonlocal done
+        done += 1
+        variants = ', '.join(share.variants)
+        say(f"[{done}/{len(shares_)}] {variants} not built, {which}")
+        outcome.not_built.append(f"{NOT_BUILT}{variants}, {which}")
+
     while pending:
         try:
             finished, pending = wait(pending, timeout=60, return_when="FIRST_COMPLETED")
         except TimeoutError:    # a minute without news: who works on what
             say(f"{done}/{len(shares_)} done; working: {_busy(client)}")
+            present = set(build_workers(workers_info(client)))
+            for future in [f for f in pending if f in allowed and not present & set(allowed[f])]:
+                future.cancel()
+                pending.discard(future)
+                share = futures.pop(future)
+                not_built(share, "which the workers it was sent on to left before measuring it")
             continue
         for future in finished:
             result: ShareResult = future.result()
-            share = futures[future]
+            share = futures.pop(future)    # its result, and the install trees in it, can go
             variants = ', '.join(share.variants)
             if result.left_out:
                 tried = refused.setdefault(share.run_name, set())
                 tried.add(result.address)
-                others = [w for w in build_workers(client.scheduler_info()) if w not in tried]
+                others = [w for w in build_workers(workers_info(client)) if w not in tried]
                 if result.address and others:
                     say(f"{variants} left out by {result.worker} ({result.left_out}); "
                         f"sent to another worker ({len(others)} not tried)")
                     again = client.submit(run_share, replace(share, ship=ship), resources={RESOURCE: 1}, pure=False,
                                           workers=others, allow_other_workers=False,
                                           key=f"pgolab-{share.run_name}-try{len(tried) + 1}")
-                    futures[again] = share
+                    futures[again], allowed[again] = share, others
                     pending.add(again)
                     continue
-                done += 1
-                say(f"[{done}/{len(shares_)}] {variants} not built on {result.worker}, "
-                    f"which cannot measure it: {result.left_out}")
-                outcome.not_built.append(
-                    f"{NOT_BUILT}{variants}, which none of the {len(tried)} workers could measure "
-                    f"(the last, {result.worker}: {result.left_out})" if len(tried) > 1 else
-                    f"{NOT_BUILT}{variants}, which worker {result.worker} could not measure ({result.left_out})")
+                not_built(share, f"which none of the {len(tried)} workers could measure ({result.left_out})"
+                          if len(tried) > 1 else f"which worker {result.worker} could not measure ({result.left_out})")
                 continue
             done += 1
             outcome.measured.append(result.run_name)
-            outcome.installs.extend(result.installs)
+            outcome.installs[result.run_name] = result.installs
             imported = import_result(store, result)
             say(f"[{done}/{len(shares_)}] {variants} built and measured on {result.worker}: {result.samples} "
                 f"samples ({imported.samples_added} new here)")
@@ -327,6 +363,10 @@ def _run_on_bench_host(client, task: BenchHostTask, address: str, installs: list
             wait([future], timeout=60)
             return future.result()
         except TimeoutError:
+            if address not in workers_info(client)["workers"]:
+                future.cancel()
+                raise PgolabError(f"the bench host {task.host} ({address}) left the cluster",
+                                  hint="start it again and run the same command: its QPS run continues")
             say(f"measuring wall-clock figures on {task.host}: {_busy(client)}")
 
 

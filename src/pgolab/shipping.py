@@ -18,9 +18,11 @@ from pathlib import Path
 
 from .errors import PgolabError
 from .fleet import BenchTarget
+from .host import Host
 from .record import BuildRecord
 from .sources import file_digest
 from .targets import installation_for_binary
+from .variants import parse
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class PackedInstall:
     binary: str           # the server binary's path inside the tree
     record: dict          # its build record (BuildRecord.as_dict)
     tree: bytes           # the install tree, a gzip'd tar
+    built_on: str         # the CPU model of the host that built it (Host.model)
 
     @property
     def folder_name(self) -> str:
@@ -44,7 +47,15 @@ def pack(record: BuildRecord) -> PackedInstall:
     with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as tar:
         tar.add(install_dir, arcname=".")
     return PackedInstall(record.label, file_digest(binary), str(binary.relative_to(install_dir)),
-                         record.as_dict(), buffer.getvalue())
+                         record.as_dict(), buffer.getvalue(), Host.this().model())
+
+
+def foreign_native(packed: PackedInstall, here: str) -> str | None:
+    """Why a build may not run as built on this CPU model: -march=native compiled for another one,
+    whose instructions this CPU may lack (SIGILL) and which is not this CPU's native build anyway."""
+    if packed.built_on != here and parse(packed.record["variant"]).native:
+        return f"built with -march=native on {packed.built_on}, not on this host's {here}"
+    return None
 
 
 def unpack(packed: PackedInstall, into: Path) -> BenchTarget:
@@ -54,10 +65,12 @@ def unpack(packed: PackedInstall, into: Path) -> BenchTarget:
     binary = folder / packed.binary
     if not (binary.is_file() and file_digest(binary) == packed.digest):
         into.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(folder, ignore_errors=True)
-        staging = Path(tempfile.mkdtemp(prefix=".unpacking-", dir=into))
+        into.chmod(0o755)      # the unprivileged user a server runs as must pass through it
+        for leftover in [folder, *into.glob(f".unpacking-{packed.folder_name}-*")]:   # an unpack cut short
+            shutil.rmtree(leftover, ignore_errors=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".unpacking-{packed.folder_name}-", dir=into))
         with tarfile.open(fileobj=io.BytesIO(packed.tree), mode="r:gz") as tar:
-            tar.extractall(staging, filter="tar")    # keeps the programs' modes; no path outside it
+            extract(tar, staging)
         staging.chmod(0o755)   # the unprivileged user a server runs as must reach its tree
         staging.rename(folder)
     found = file_digest(binary) if binary.is_file() else "nothing"
@@ -67,3 +80,24 @@ def unpack(packed: PackedInstall, into: Path) -> BenchTarget:
                           hint="run the same command again: the worker packs its build anew")
     record = BuildRecord.from_dict(packed.record, f"{packed.label}'s build record")
     return BenchTarget(packed.label, BuildRecord.kind, installation_for_binary(binary), record)
+
+
+def extract(tar: tarfile.TarFile, into: Path) -> None:
+    """Every member inside `into`, with the programs' modes. Python 3.11.4 and later refuse a member or
+    a link that leads outside it themselves (the "data" filter); before (Debian 12's 3.11.2), the same
+    check by hand."""
+    if hasattr(tarfile, "data_filter"):
+        try:
+            tar.extractall(into, filter="data")
+        except tarfile.FilterError as exc:
+            raise PgolabError(f"the install tree names a path outside itself: {exc}",
+                              hint="the worker's tree is not one pgolab packed: run the same command again") from exc
+        return
+    for member in tar.getmembers():
+        for name in (member.name, member.linkname if member.islnk() or member.issym() else ""):
+            target = (into / Path(member.name).parent / name) if member.issym() and name == member.linkname \
+                else into / name
+            if name and (Path(name).is_absolute() or not target.resolve().is_relative_to(into.resolve())):
+                raise PgolabError(f"the install tree names a path outside itself: {member.name} -> {name}",
+                                  hint="the worker's tree is not one pgolab packed: run the same command again")
+    tar.extractall(into)

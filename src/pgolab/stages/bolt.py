@@ -89,15 +89,20 @@ class BoltSteps:
         # Functions llvm-bolt could not rewrite, one a line: the instrument phase finds them, the
         # optimize phase leaves them as they are too.
         self.skip_file = self.dir / "skip-funcs.txt"
+        # Options a failed instrument run called for (option_to_add): the optimize phase starts with them.
+        self.options_file = self.dir / "added-options.txt"
 
     def skipped(self) -> list[str]:
         return self.skip_file.read_text().split() if self.skip_file.exists() else []
 
-    def run_bolt(self, runner: Runner, argv: list[str], what: str, skipped: list[str]) -> BoltRun:
+    def added(self) -> list[str]:
+        return self.options_file.read_text().split() if self.options_file.exists() else []
+
+    def run_bolt(self, runner: Runner, argv: list[str], what: str, skipped: list[str], added: list[str]) -> BoltRun:
         """llvm-bolt, again without each function it asks to skip (at most MAX_SKIPPED): the rest of
         the binary is still laid out; again with the option its failure calls for (option_to_add);
         and again, unchanged, when a signal killed it (CRASH_RETRIES times)."""
-        skipped, added, crashes = list(skipped), [], 0
+        skipped, added, crashes = list(skipped), list(added), 0
         while True:
             result = runner.run(argv + added + ([f"--skip-funcs={','.join(skipped)}"] if skipped else []),
                                 what=what, check=False, cwd=self.dir)
@@ -133,13 +138,14 @@ class BoltSteps:
         runner = self.ctx.runner("bolt-instrument")
         run = self.run_bolt(runner, [self.tool.llvm_bolt, self.input.name, "-o", self.instrumented.name,
                                      *self.tool.generate_flags(self.profile_dir, self.dir)],
-                            "llvm-bolt -instrument", [])
+                            "llvm-bolt -instrument", [], [])
         result = run.result
         if result.returncode != 0:
             raise PgolabError(f"llvm-bolt -instrument failed (exit {result.returncode})", log=runner.log_path,
                               hint=bolt_failure_hint(result.returncode, "read the log's BOLT-ERROR line; a "
                                                      "build without _bolt is not affected"))
         self.skip_file.write_text("".join(f"{name}\n" for name in run.skipped))
+        self.options_file.write_text("".join(f"{option}\n" for option in run.added_options))
         shutil.copymode(self.input, self.instrumented)
         return {"instrumented_bytes": self.instrumented.stat().st_size, **run.record()}
 
@@ -164,7 +170,7 @@ class BoltSteps:
         runner = self.ctx.runner("bolt-optimize")
         options = self.optimize_options()
         run = self.run_bolt(runner, [self.tool.llvm_bolt, self.input.name, "-o", self.optimized.name, *options],
-                            "llvm-bolt optimize", self.skipped())
+                            "llvm-bolt optimize", self.skipped(), self.added())
         result = run.result
         stats = parse_stats(result.output)
         if result.returncode != 0:
