@@ -23,7 +23,7 @@ from .errors import PgolabError
 from .fleet import BenchTarget
 from .host import Host
 from .measurement import BenchOptions
-from .measures import of_modes
+from .measures import Measure, of_modes
 from .phases import Reporter
 from .schedule import Progress
 from .sources import SourceTree
@@ -156,28 +156,31 @@ class MatrixResult:
     left_out: dict[str, str] = field(default_factory=dict)   # variant -> why it was not built
 
 
+def unavailable_by_measure(chosen: list[Variant], options: BenchOptions) -> list[tuple[Measure, dict[str, str]]]:
+    """Each measure of the run, with the variants it cannot measure on this machine and why (known
+    before building: a -march=native build in cost mode on a CPU with AVX-512)."""
+    return [(m, {v.name: why for v in chosen if (why := m.variant_unavailable(v)) is not None})
+            for m in of_modes(options.modes)]
+
+
 def unmeasurable_here(chosen: list[Variant], base: str, options: BenchOptions) -> dict[str, str]:
     """The variants (the base aside) that no measure of the run can measure on this machine, each with
     why: building them would cost a build and measure nothing (a -march=native build in a cost-only
     run on a CPU with AVX-512; a shard of them is measured on another CPU)."""
-    measures = of_modes(options.modes)
-    out = {}
-    for v in chosen:
-        reasons = [why for m in measures if (why := m.variant_unavailable(v)) is not None]
-        if v.name != base and len(reasons) == len(measures):
-            out[v.name] = "; ".join(f"{m.key}: {why}" for m, why in zip(measures, reasons))
-    return out
+    by_measure = unavailable_by_measure(chosen, options)
+    return {v.name: "; ".join(f"{m.key}: {out[v.name]}" for m, out in by_measure)
+            for v in chosen if v.name != base and by_measure and all(v.name in out for _, out in by_measure)}
 
 
 def check_comparable(request: MatrixRequest, chosen: list[Variant], base: str, series: bool) -> None:
     """The run's own rule (bench.check_measurable), before any build: each measure, given the targets
     this matrix would measure (every tree, replicate and --binary) and those it cannot measure here,
     must have something to compare, and measure the base."""
-    planned = {target_label(tree, replicates.label(v.name, k), series): v
+    planned = {target_label(tree, replicates.label(v.name, k), series): v.name
                for tree in request.sources for v in chosen for k in range(1, request.replicates + 1)}
-    left_out = {m.key: {**{label: why for label, v in planned.items() if (why := m.variant_unavailable(v)) is not None},
+    left_out = {m.key: {**{label: out[name] for label, name in planned.items() if name in out},
                         **m.unavailable(request.binaries)}
-                for m in of_modes(request.options.modes)}
+                for m, out in unavailable_by_measure(chosen, request.options)}
     bench.check_measurable(base, [*planned, *(b.label for b in request.binaries)], left_out)
 
 
