@@ -294,8 +294,12 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
     mode) goes to each other build worker in turn, and only when every one has left it out (or the
     ones left have gone) is it not built. Each measured share's run is imported as it arrives."""
     from distributed import wait
-    futures = {client.submit(run_share, replace(s, ship=ship), resources={RESOURCE: 1}, pure=False,
-                             key=f"pgolab-{s.run_name}"): s for s in shares_}
+
+    def submit(share: Share, key: str, **where):
+        return client.submit(run_share, replace(share, ship=ship), resources={RESOURCE: 1}, pure=False, key=key,
+                             **where)
+
+    futures = {submit(s, f"pgolab-{s.run_name}"): s for s in shares_}
     refused: dict[str, set[str]] = {}
     allowed: dict[object, list[str]] = {}     # a share sent on: the workers it may go to
     pending, done, outcome = set(futures), 0, SharesOutcome()
@@ -330,9 +334,8 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
                 if result.address and others:
                     say(f"{variants} left out by {result.worker} ({result.left_out}); "
                         f"sent to another worker ({len(others)} not tried)")
-                    again = client.submit(run_share, replace(share, ship=ship), resources={RESOURCE: 1}, pure=False,
-                                          workers=others, allow_other_workers=False,
-                                          key=f"pgolab-{share.run_name}-try{len(tried) + 1}")
+                    again = submit(share, f"pgolab-{share.run_name}-try{len(tried) + 1}", workers=others,
+                                   allow_other_workers=False)
                     futures[again], allowed[again] = share, others
                     pending.add(again)
                     continue
