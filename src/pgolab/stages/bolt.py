@@ -13,9 +13,10 @@ taken as the instrument phase starts: the compile knows nothing of BOLT.
 from __future__ import annotations
 
 import filecmp
+import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import PgolabError
@@ -51,15 +52,26 @@ class BoltContext:
 
 
 @dataclass
-class BoltRun:
-    """llvm-bolt's last run, and what pgolab changed for it after earlier runs failed."""
+class Adjustments:
+    """What llvm-bolt's failures called for: the instrument phase finds them, the optimize phase starts
+    with them. Kept in one file of the BOLT folder."""
 
-    result: CommandResult
-    skipped: list[str]            # functions left as they are (--skip-funcs)
-    added_options: list[str]      # options a failure called for (option_to_add)
+    skipped: list[str] = field(default_factory=list)   # functions left as they are (--skip-funcs)
+    options: list[str] = field(default_factory=list)   # options a failure called for (option_to_add)
+
+    def argv(self) -> list[str]:
+        return [*self.options, *([f"--skip-funcs={','.join(self.skipped)}"] if self.skipped else [])]
 
     def record(self) -> dict:
-        return {"skipped_functions": self.skipped, "added_options": self.added_options}
+        return {"skipped_functions": self.skipped, "added_options": self.options}
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(self.record()))
+
+    @classmethod
+    def load(cls, path: Path) -> "Adjustments":
+        data = json.loads(path.read_text()) if path.exists() else {}
+        return cls(list(data.get("skipped_functions", [])), list(data.get("added_options", [])))
 
 
 def bolt_phases(ctx: BoltContext) -> list[Phase]:
@@ -86,26 +98,17 @@ class BoltSteps:
         self.instrumented = self.dir / "instrumented"
         self.profile_dir = self.dir / "profile"
         self.optimized = self.dir / "optimized"
-        # Functions llvm-bolt could not rewrite, one a line: the instrument phase finds them, the
-        # optimize phase leaves them as they are too.
-        self.skip_file = self.dir / "skip-funcs.txt"
-        # Options a failed instrument run called for (option_to_add): the optimize phase starts with them.
-        self.options_file = self.dir / "added-options.txt"
+        # What the instrument phase's failures called for (Adjustments): the optimize phase starts with it.
+        self.adjustments_file = self.dir / "adjustments.json"
 
-    def skipped(self) -> list[str]:
-        return self.skip_file.read_text().split() if self.skip_file.exists() else []
-
-    def added(self) -> list[str]:
-        return self.options_file.read_text().split() if self.options_file.exists() else []
-
-    def run_bolt(self, runner: Runner, argv: list[str], what: str, skipped: list[str], added: list[str]) -> BoltRun:
+    def run_bolt(self, runner: Runner, argv: list[str], what: str,
+                 start: Adjustments) -> tuple[CommandResult, Adjustments]:
         """llvm-bolt, again without each function it asks to skip (at most MAX_SKIPPED): the rest of
         the binary is still laid out; again with the option its failure calls for (option_to_add);
         and again, unchanged, when a signal killed it (CRASH_RETRIES times)."""
-        skipped, added, crashes = list(skipped), list(added), 0
+        skipped, added, crashes = list(start.skipped), list(start.options), 0
         while True:
-            result = runner.run(argv + added + ([f"--skip-funcs={','.join(skipped)}"] if skipped else []),
-                                what=what, check=False, cwd=self.dir)
+            result = runner.run(argv + Adjustments(skipped, added).argv(), what=what, check=False, cwd=self.dir)
             if result.returncode < 0 and crashes < CRASH_RETRIES:
                 crashes += 1
                 self.ctx.reporter.message(f"{what} was killed by signal {-result.returncode} (its log has the "
@@ -118,7 +121,7 @@ class BoltSteps:
                 continue
             name = function_to_skip(result.output) if result.returncode > 0 else None
             if name is None or name in skipped or len(skipped) >= MAX_SKIPPED:
-                return BoltRun(result, skipped, added)
+                return result, Adjustments(skipped, added)
             skipped.append(name)
             self.ctx.reporter.message(f"BOLT cannot rewrite {name}; {what} again, leaving it as it is")
 
@@ -136,18 +139,17 @@ class BoltSteps:
     def instrument(self) -> dict:
         self.keep_input()
         runner = self.ctx.runner("bolt-instrument")
-        run = self.run_bolt(runner, [self.tool.llvm_bolt, self.input.name, "-o", self.instrumented.name,
-                                     *self.tool.generate_flags(self.profile_dir, self.dir)],
-                            "llvm-bolt -instrument", [], [])
-        result = run.result
+        result, adjustments = self.run_bolt(runner, [self.tool.llvm_bolt, self.input.name, "-o",
+                                                     self.instrumented.name,
+                                                     *self.tool.generate_flags(self.profile_dir, self.dir)],
+                                            "llvm-bolt -instrument", Adjustments())
         if result.returncode != 0:
             raise PgolabError(f"llvm-bolt -instrument failed (exit {result.returncode})", log=runner.log_path,
                               hint=bolt_failure_hint(result.returncode, "read the log's BOLT-ERROR line; a "
                                                      "build without _bolt is not affected"))
-        self.skip_file.write_text("".join(f"{name}\n" for name in run.skipped))
-        self.options_file.write_text("".join(f"{option}\n" for option in run.added_options))
+        adjustments.save(self.adjustments_file)
         shutil.copymode(self.input, self.instrumented)
-        return {"instrumented_bytes": self.instrumented.stat().st_size, **run.record()}
+        return {"instrumented_bytes": self.instrumented.stat().st_size, **adjustments.record()}
 
     def train(self) -> dict:
         # A server finds its files relative to its own binary: PostgreSQL, configured for one fixed
@@ -169,9 +171,9 @@ class BoltSteps:
         self._require_input()
         runner = self.ctx.runner("bolt-optimize")
         options = self.optimize_options()
-        run = self.run_bolt(runner, [self.tool.llvm_bolt, self.input.name, "-o", self.optimized.name, *options],
-                            "llvm-bolt optimize", self.skipped(), self.added())
-        result = run.result
+        result, adjustments = self.run_bolt(runner, [self.tool.llvm_bolt, self.input.name, "-o",
+                                                     self.optimized.name, *options],
+                                            "llvm-bolt optimize", Adjustments.load(self.adjustments_file))
         stats = parse_stats(result.output)
         if result.returncode != 0:
             raise PgolabError(f"llvm-bolt failed (exit {result.returncode}); a stale-profile error means the "
@@ -188,7 +190,7 @@ class BoltSteps:
         shutil.copy2(self.optimized, self.ctx.installed)
         self.ctx.reporter.message(f"BOLT: {stats.describe()}")
         # Which BOLT, with which options: releases differ (LLVM 19 orders functions by cdsort).
-        return {"stats": stats.as_dict(), "version": self.tool.version(), "options": options, **run.record()}
+        return {"stats": stats.as_dict(), "version": self.tool.version(), "options": options, **adjustments.record()}
 
     def optimize_options(self) -> list[str]:
         """llvm-bolt's options for the layout, its paths relative to the BOLT folder where it runs: it
