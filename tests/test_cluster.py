@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -133,17 +134,20 @@ def shipping_share(share: cluster.Share) -> cluster.ShareResult:
     library beside it) packed as a worker packs it."""
     from dataclasses import replace
     result = fake_share(share)
-    installs = []
+    builds = []
     for label in (share.base, *share.variants) if share.ship else ():
-        tree = Path(tempfile.mkdtemp(prefix="fake-install-")) / label
+        tree = Path(tempfile.mkdtemp(prefix="fake-build-")) / label / "final" / "install"
         (tree / "bin").mkdir(parents=True)
         (tree / "lib").mkdir()
         (tree / "bin" / "postgres").write_text(f"the {label} server")
         (tree / "bin" / "postgres").chmod(0o755)
         (tree / "lib" / "libpq.so.5").write_text("a library")
-        installs.append(shipping.pack(BuildRecord(label, label, "gcc", "postgresql", SourceInfo("/s", "15.18"), {}, {},
-                                                  str(tree / "bin" / "postgres"), str(tree), "/logs")))
-    return replace(result, installs=tuple(installs))
+        record = BuildRecord(label, label, "gcc", "postgresql", SourceInfo("/s", "15.18"), {}, {},
+                             str(tree / "bin" / "postgres"), str(tree), "/logs")
+        record.save()
+        (record.dir / "built-by").write_text(cluster.worker_address())
+        builds.append(shipping.on_worker(record))
+    return replace(result, builds=tuple(builds), address=cluster.worker_address())
 
 
 def test_every_build_travels_to_the_bench_host_and_its_qps_is_measured_there_against_one_base(
@@ -156,6 +160,15 @@ def test_every_build_travels_to_the_bench_host_and_its_qps_is_measured_there_aga
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(cluster, "run_share", shipping_share)
     seen = tmp_path / "seen"     # what the bench host's run was given (a file: Dask copies the function)
+    packed_where = tmp_path / "packed-where"     # which worker packed each build
+    pack = shipping.pack
+
+    def pack_and_say_where(build):
+        with packed_where.open("a") as out:
+            out.write(f"{build.label} {cluster.worker_address()} {(Path(build.record_path).parent / 'built-by').read_text()}\n")
+        return pack(build)
+
+    monkeypatch.setattr(shipping, "pack", pack_and_say_where)
 
     def qps_of_fake_servers(store, run_name, base, targets, options, command, notes=()):
         seen.write_text("\n".join(f"{t.label} {t.installation.server_binary}" for t in targets))
@@ -185,10 +198,15 @@ def test_every_build_travels_to_the_bench_host_and_its_qps_is_measured_there_aga
     assert set(given) == {"rel_o2nofp", "rel_lto", "rel_pgo_use"}
     assert all(Path(path).is_relative_to(unpacked) and Path(path).read_text() == f"the {label} server"
                for label, path in given.items()), given
+    # Each build was packed on a worker (not the client): the one whose task built it.
+    packs = [line.split() for line in packed_where.read_text().splitlines()]
+    assert sorted(label for label, _, _ in packs) == ["rel_lto", "rel_o2nofp", "rel_pgo_use"], packs
+    assert all(packer == builder and packer.startswith("inproc://") for _, packer, builder in packs), packs
     commands = "\n".join(report.compute(store, merged.run_id).commands)
     assert f"wall-clock figures measured on the bench host {machine}, every build on that one machine: run " \
            "m-on-bench-host" in commands
-    assert any(line.startswith("sending 3 builds") and "to the bench host 1" in line for line in said), said
+    assert "the bench host 1 receives 3 builds, each packed by the worker that built it: rel_lto, rel_o2nofp, " \
+           "rel_pgo_use" in said, said
     # The client killed and the same command run again: the same runs, nothing new, nothing unpacked again.
     samples = len(store.samples(qps_run))
     unpacked_at = {p: p.stat().st_mtime_ns for p in unpacked.iterdir()}
@@ -197,15 +215,35 @@ def test_every_build_travels_to_the_bench_host_and_its_qps_is_measured_there_aga
     assert len(store.samples(qps_run)) == samples
     assert {p: p.stat().st_mtime_ns for p in unpacked.iterdir()} == unpacked_at and len(unpacked_at) == 3
     # A tree that is not what was packed, and a bench host no worker is.
-    packed = shipping_share(replace(shares[0], ship=True)).installs[0]
+    build = shipping_share(replace(shares[0], ship=True)).builds[0]
+    packed = shipping.pack(build)
     native = replace(packed, record={**packed.record, "variant": "rel_o2nofp_native"})
     assert shipping.foreign_native(native, packed.built_on) is None
     assert "built with -march=native on" in shipping.foreign_native(native, "Another CPU (family 1, model 2)")
     assert shipping.foreign_native(packed, "Another CPU (family 1, model 2)") is None
     with pytest.raises(PgolabError, match=r"rel_o2nofp's install tree arrived with bin/postgres at \w+, packed at 0+"):
         shipping.unpack(replace(packed, digest="0" * 64), tmp_path / "elsewhere")
+    Path(packed.record["server_binary"]).write_text("rebuilt since")
+    with pytest.raises(PgolabError, match=r"rel_o2nofp was measured at \w+ and is now \w+ on its worker"):
+        shipping.pack(build)
     with pytest.raises(PgolabError, match="no workers of the cluster are 'nowhere'"):
         cluster.run(local_cluster, shares, store, "m", "test", bench=replace(on_host, host="nowhere"))
+
+
+def test_a_worker_that_leaves_before_packing_a_build_ends_the_bench_host_run_with_what_to_do(
+        local_cluster, tmp_path, monkeypatch):
+    """A build the bench host waits for, on a worker no longer in the cluster: said within a minute of
+    quiet, not waited for forever."""
+    from distributed import Client
+    monkeypatch.setattr(cluster, "NEWS_EVERY", 0.5)
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    build = shipping.BuildOnWorker("rel_lto", "ab" * 32, str(tmp_path / "build.json"))
+    with Client(local_cluster) as client:
+        bench_host = cluster.find_worker(cluster.workers_info(client), "0")
+        task = cluster.bench_host_task("0", "rel_o2nofp", replace(OPTIONS, modes=("qps",)), "m")
+        with pytest.raises(PgolabError, match="the worker tcp://127.0.0.1:9 left before packing rel_lto for the "
+                                              "bench host"):
+            cluster._run_on_bench_host(client, task, bench_host, [("tcp://127.0.0.1:9", build)], "test", print)
 
 
 @pytest.mark.parametrize("python_filter", [True, False], ids=["python-filter", "by-hand"])

@@ -18,9 +18,12 @@ against the base of its own task. Killed and run again, the same command continu
 builds and runs are up to date or resume, and importing and merging twice changes nothing.
 
 Wall-clock QPS belongs to one machine, the bench host (`--bench-host`, one of the workers): with it,
-each task also returns its builds' install trees (shipping.py), and once every task is done one
-last task, pinned to the bench host, unpacks them there (checked by digest) and measures every
-build's QPS against the base in one run, which the client imports beside the merged cost run.
+each task also names the builds it measured (shipping.BuildOnWorker), and once every task is done
+the client picks one build of each label, has the worker that holds it pack its install tree, and
+one last task, pinned to the bench host, takes those packs straight from the workers (Dask moves
+them worker to worker: a MariaDB tree is far too large to pass through the client for each of 23
+builds), unpacks them (checked by digest) and measures every build's QPS against the base in one
+run, which the client imports beside the merged cost run.
 Without it, a cluster run asked for QPS is refused with that option named.
 """
 
@@ -39,12 +42,13 @@ from .measurement import BenchOptions
 from .phases import QuietReporter
 from .runner import home_runner
 from .schedule import Progress
-from .shipping import PackedInstall
+from .shipping import BuildOnWorker, PackedInstall
 from .store import NOT_BUILT, Store
 from .variants import Variant, parse
 from .workloads import TrainingSpec
 
 RESOURCE = "build"
+NEWS_EVERY = 60     # seconds without a finished task before the client says who works on what
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,7 @@ class Share:
     options: BenchOptions
     run_name: str
     jobs: int
-    ship: bool = False       # send the builds back too (packed install trees), for the bench host
+    ship: bool = False       # name the builds too, for the bench host to receive
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ class ShareResult:
     samples: int
     left_out: str | None = None     # why the worker built nothing (a -march=native share on AVX-512)
     address: str = ""               # the Dask worker's address: a share it left out goes to another
-    installs: tuple[PackedInstall, ...] = ()   # the share's builds and the base, when shipped
+    builds: tuple[BuildOnWorker, ...] = ()     # the share's builds and the base, when shipped
 
 
 class _QuietMatrix:
@@ -98,9 +102,9 @@ def run_share(share: Share) -> ShareResult:
                                    train=share.train, options=share.options, run_name=share.run_name, jobs=share.jobs)
     store = Store(paths.home() / "cluster-runs.sqlite")
     built = matrix.run_matrix(request, store, _QuietMatrix(), f"pgolab cluster task {share.run_name}").builds
-    installs = tuple(shipping.pack(b.record) for b in built if b.record) if share.ship else ()
+    builds = tuple(shipping.on_worker(b.record) for b in built if b.record) if share.ship else ()
     data, samples = exported(store, share.run_name)
-    return ShareResult(share.run_name, data, worker, samples, address=worker_address(), installs=installs)
+    return ShareResult(share.run_name, data, worker, samples, address=worker_address(), builds=builds)
 
 
 def exported(store: Store, run_name: str) -> tuple[bytes, int]:
@@ -195,7 +199,7 @@ def find_worker(scheduler_info: dict, host: str) -> str:
 
 def bench_on_host(task: BenchHostTask, installs: list[PackedInstall], command: str,
                   run_bench: Callable = bench.run_bench) -> ShareResult:
-    """On the bench host: unpack every build the workers sent (one per label: the client sends the
+    """On the bench host: unpack every build the workers packed (one per label: the client picks the
     base of the first task in the matrix's order; refusing one whose binary is not the one packed),
     measure them all in one wall-clock run against the base, and return it as a run file. A
     -march=native build from another CPU model is left out, and the run says why. The run's name ends
@@ -256,9 +260,9 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
                              at_least=1, notes=outcome.not_built)
         per_machine = {}
         if bench:
-            installs = outcome.shipped([s.run_name for s in shares_])
+            chosen = outcome.shipped([s.run_name for s in shares_])
             try:
-                result = _run_on_bench_host(client, bench, bench_address, installs, command, say)
+                result = _run_on_bench_host(client, bench, bench_address, chosen, command, say)
             except PgolabError as exc:
                 raise PgolabError(f"{exc.message}; the cost run {name} is merged", log=exc.log, detail=exc.detail,
                                   hint=exc.hint or "run the same command again: the QPS run continues") from exc
@@ -277,15 +281,18 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
 class SharesOutcome:
     measured: list[str] = field(default_factory=list)         # run names of the shares measured
     not_built: list[str] = field(default_factory=list)        # the merged run's notes of the others
-    installs: dict[str, tuple[PackedInstall, ...]] = field(default_factory=dict)   # by share run name
+    builds: dict[str, tuple[str, tuple[BuildOnWorker, ...]]] = field(default_factory=dict)  # by share run
+    # name: the worker's address and what it built
 
-    def shipped(self, order: list[str]) -> list[PackedInstall]:
-        """What the bench host receives: each label once, the shares taken in the matrix's order (not
-        the order they finished in), so the base is the same on every run of the command."""
-        chosen: dict[str, PackedInstall] = {}
+    def shipped(self, order: list[str]) -> list[tuple[str, BuildOnWorker]]:
+        """What the bench host receives, and from which worker: each label once, the shares taken in
+        the matrix's order (not the order they finished in), so the base is the same on every run of
+        the command."""
+        chosen: dict[str, tuple[str, BuildOnWorker]] = {}
         for run_name in order:
-            for packed in self.installs.get(run_name, ()):
-                chosen.setdefault(packed.label, packed)
+            address, builds = self.builds.get(run_name, ("", ()))
+            for build in builds:
+                chosen.setdefault(build.label, (address, build))
         return list(chosen.values())
 
 
@@ -313,7 +320,7 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
 
     while pending:
         try:
-            finished, pending = wait(pending, timeout=60, return_when="FIRST_COMPLETED")
+            finished, pending = wait(pending, timeout=NEWS_EVERY, return_when="FIRST_COMPLETED")
         except TimeoutError:    # a minute without news: who works on what
             say(f"{done}/{len(shares_)} done; working: {_busy(client)}")
             present = set(build_workers(workers_info(client)))
@@ -344,32 +351,41 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
                 continue
             done += 1
             outcome.measured.append(result.run_name)
-            outcome.installs[result.run_name] = result.installs
+            outcome.builds[result.run_name] = (result.address, result.builds)
             imported = import_result(store, result)
             say(f"[{done}/{len(shares_)}] {variants} built and measured on {result.worker}: {result.samples} "
                 f"samples ({imported.samples_added} new here)")
     return outcome
 
 
-def _run_on_bench_host(client, task: BenchHostTask, address: str, installs: list[PackedInstall], command: str,
-                       say: Callable[[str], None]) -> ShareResult:
-    """The bench host's task, pinned to it; the builds go there once (scattered), not in the graph."""
+def _run_on_bench_host(client, task: BenchHostTask, address: str, chosen: list[tuple[str, BuildOnWorker]],
+                       command: str, say: Callable[[str], None]) -> ShareResult:
+    """Each chosen build packed by the worker that holds it, and the bench host's task, pinned to it,
+    given those packs: Dask sends them from worker to worker."""
     from distributed import wait
-    labels = sorted({p.label for p in installs})
-    size = sum(len(p.tree) for p in installs) / 2**20
-    say(f"sending {len(labels)} builds ({size:.0f} MiB) to the bench host {task.host}: {', '.join(labels)}")
-    sent = client.scatter(installs, workers=[address])
-    future = client.submit(bench_on_host, task, sent, command, workers=[address], allow_other_workers=False,
+    say(f"the bench host {task.host} receives {len(chosen)} builds, each packed by the worker that built it: "
+        + ", ".join(sorted(build.label for _, build in chosen)))
+    packs = {client.submit(shipping.pack, build, workers=[where], allow_other_workers=False, pure=False,
+                           key=f"pgolab-pack-{build.label}-{build.digest[:12]}"): (where, build)
+             for where, build in chosen}
+    future = client.submit(bench_on_host, task, list(packs), command, workers=[address], allow_other_workers=False,
                            pure=False, key=f"pgolab-{task.run_name}")
     while True:
         try:
-            wait([future], timeout=60)
+            wait([future], timeout=NEWS_EVERY)
             return future.result()
         except TimeoutError:
-            if address not in workers_info(client)["workers"]:
-                future.cancel()
+            present = workers_info(client)["workers"]
+            gone = [(where, build) for pack, (where, build) in packs.items() if not pack.done() and where not in present]
+            if address not in present or gone:
+                for pending in (future, *packs):
+                    pending.cancel()
+            if address not in present:
                 raise PgolabError(f"the bench host {task.host} ({address}) left the cluster",
                                   hint="start it again and run the same command: its QPS run continues")
+            if gone:
+                raise PgolabError(f"the worker {gone[0][0]} left before packing {gone[0][1].label} for the bench host",
+                                  hint="run the same command again: its task is built again on a worker still there")
             say(f"measuring wall-clock figures on {task.host}: {_busy(client)}")
 
 

@@ -1,8 +1,10 @@
 """Install trees sent to another host, checked by digest: a cluster's workers build, the bench host
 measures wall-clock figures of every build on its one machine (cluster.py).
 
-A worker packs each build it measured (its install tree as a gzip'd tar, its build record, the
-server binary's sha256); the bench host unpacks each into its own pgolab home and refuses a tree
+A worker names each build it measured (`BuildOnWorker`: label, server sha256, where its record is);
+the client picks one build of each label, and the worker that has it packs it (its install tree as a
+gzip'd tar, its build record, the server binary's sha256) for the bench host, worker to worker, so no
+tree passes through the client. The bench host unpacks each into its own pgolab home and refuses a tree
 whose server binary is not the one packed. A tree already unpacked with that digest is used again,
 so a QPS run the client starts again continues on the same files.
 """
@@ -19,7 +21,7 @@ from pathlib import Path
 from .errors import PgolabError
 from .fleet import BenchTarget
 from .host import Host
-from .record import BuildRecord
+from .record import RECORD_FILE, BuildRecord
 from .sources import file_digest
 from .targets import installation_for_binary
 from .variants import parse
@@ -40,13 +42,31 @@ class PackedInstall:
         return f"{self.label}-{self.digest[:12]}"
 
 
-def pack(record: BuildRecord) -> PackedInstall:
-    """A finished build's install tree, record and server binary digest."""
+@dataclass(frozen=True)
+class BuildOnWorker:
+    """A finished build as its worker names it to the client: a few bytes, the tree stays put."""
+    label: str
+    digest: str           # sha256 of the server binary when it was measured
+    record_path: str      # its build.json, on that worker
+
+
+def on_worker(record: BuildRecord) -> BuildOnWorker:
+    return BuildOnWorker(record.label, file_digest(Path(record.server_binary)), str(record.dir / RECORD_FILE))
+
+
+def pack(build: BuildOnWorker) -> PackedInstall:
+    """On the worker that has it: the build's install tree, record and server binary digest; refused
+    if the binary is no longer the one that was measured (rebuilt since)."""
+    record = BuildRecord.load(Path(build.record_path))
     install_dir, binary = Path(record.install_dir), Path(record.server_binary)
+    digest = file_digest(binary)
+    if digest != build.digest:
+        raise PgolabError(f"{build.label} was measured at {build.digest[:12]} and is now {digest[:12]} on its worker",
+                          hint="run the same command again: the build is measured anew before it travels")
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as tar:
         tar.add(install_dir, arcname=".")
-    return PackedInstall(record.label, file_digest(binary), str(binary.relative_to(install_dir)),
+    return PackedInstall(record.label, digest, str(binary.relative_to(install_dir)),
                          record.as_dict(), buffer.getvalue(), Host.this().model())
 
 
