@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from distributed import Client
 
 from pgolab import bench, cluster, report, runfile, shipping
 from pgolab.errors import PgolabError
@@ -29,7 +30,8 @@ from test_measures import FakeFleet, FakeInstallation
 from test_merge import ShardCost, ShardQps
 
 OPTIONS = BenchOptions(suite="quick", modes=("cost",), cost_write_repeats=2)
-SPEEDS = {"rel_o2nofp": 1.0, "rel_lto": 1.1, "rel_pgo_use": 1.4, "rel_pgo_use_bolt": 1.45}
+SPEEDS = {"rel_o2nofp": 1.0, "rel_lto": 1.1, "rel_pgo_use": 1.4, "rel_pgo_use_bolt": 1.45, "rel_o2nofp_native": 1.02,
+          "rel_native_lto": 1.12}
 
 
 def fake_share(share: cluster.Share) -> cluster.ShareResult:
@@ -130,12 +132,15 @@ def test_a_share_one_worker_cannot_measure_goes_to_another_and_is_measured_there
 
 
 def shipping_share(share: cluster.Share) -> cluster.ShareResult:
-    """fake_share, and with share.ship each build's install tree (a server binary of its own bytes and a
-    library beside it) packed as a worker packs it."""
-    from dataclasses import replace
-    result = fake_share(share)
+    """fake_share, and with share.ship each build (an install tree: a server binary of its own bytes
+    and a library beside it) named as a worker names it."""
+    return replace(fake_share(share), builds=fake_builds((share.base, *share.variants) if share.ship else ()),
+                   address=cluster.worker_address())
+
+
+def fake_builds(labels) -> tuple[shipping.BuildOnWorker, ...]:
     builds = []
-    for label in (share.base, *share.variants) if share.ship else ():
+    for label in labels:
         tree = Path(tempfile.mkdtemp(prefix="fake-build-")) / label / "final" / "install"
         (tree / "bin").mkdir(parents=True)
         (tree / "lib").mkdir()
@@ -147,16 +152,14 @@ def shipping_share(share: cluster.Share) -> cluster.ShareResult:
         record.save()
         (record.dir / "built-by").write_text(cluster.worker_address())
         builds.append(shipping.on_worker(record))
-    return replace(result, builds=tuple(builds), address=cluster.worker_address())
+    return tuple(builds)
 
 
-def test_every_build_travels_to_the_bench_host_and_its_qps_is_measured_there_against_one_base(
-        local_cluster, tmp_path, monkeypatch):
-    """--bench-host: the workers build and measure cost; each build's install tree goes to the one
-    worker named, which unpacks it (checked by digest) and measures every build's QPS in one run on
-    its machine, the client's per-machine run beside the merged cost. The same command again adds
-    nothing; a tree whose server binary is not the one packed is refused."""
-    from dataclasses import replace
+@pytest.fixture
+def bench_host_fakes(tmp_path, monkeypatch):
+    """Fake builds on the workers (shipping_share) and a fake QPS measure on the bench host; the files
+    saying what the bench host's run was given, and which worker packed which build (files: Dask
+    hands each task a copy of the function)."""
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(cluster, "run_share", shipping_share)
     seen = tmp_path / "seen"     # what the bench host's run was given (a file: Dask copies the function)
@@ -179,7 +182,20 @@ def test_every_build_travels_to_the_bench_host_and_its_qps_is_measured_there_aga
 
     monkeypatch.setattr(cluster, "bench_on_host", functools.partial(cluster.bench_on_host,
                                                                     run_bench=qps_of_fake_servers))
-    both = replace(OPTIONS, modes=("cost", "qps"), instances=1, blocks=2)
+    return seen, packed_where
+
+
+BOTH = replace(OPTIONS, modes=("cost", "qps"), instances=1, blocks=2)
+
+
+def test_every_build_travels_to_the_bench_host_and_its_qps_is_measured_there_against_one_base(
+        local_cluster, tmp_path, bench_host_fakes):
+    """--bench-host: the workers build and measure cost; each build's install tree goes to the one
+    worker named, which unpacks it (checked by digest) and measures every build's QPS in one run on
+    its machine, the client's per-machine run beside the merged cost. The same command again adds
+    nothing; a tree whose server binary is not the one packed is refused."""
+    seen, packed_where = bench_host_fakes
+    both = BOTH
     cluster.check_options(both, "1")
     variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use")]
     shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10),
@@ -230,14 +246,64 @@ def test_every_build_travels_to_the_bench_host_and_its_qps_is_measured_there_aga
         cluster.run(local_cluster, shares, store, "m", "test", bench=replace(on_host, host="nowhere"))
 
 
+def test_the_bench_host_builds_for_qps_what_no_worker_measured_and_a_native_build_of_another_cpu(
+        local_cluster, tmp_path, monkeypatch, bench_host_fakes):
+    """A -march=native share no worker can cost-measure (AVX-512 everywhere) is not in the cost run,
+    and the bench host builds it itself for QPS; a -march=native share the workers built on another
+    CPU model is in the cost run, and the bench host builds its own for QPS (the workers' may not run
+    there, and is not that CPU's native build). The base still comes from a worker."""
+    seen, packed_where = bench_host_fakes
+    other_cpu = "Another CPU (family 1, model 2)"
+
+    def share_on_avx512_workers_of_another_cpu(share):
+        if share.variants == ("rel_o2nofp_native",):
+            return cluster.ShareResult(share.run_name, b"", "a fake worker", 0,
+                                       "rel_o2nofp_native: cost: avx512f here", cluster.worker_address())
+        result = shipping_share(share)
+        return replace(result, builds=tuple(replace(b, built_on=other_cpu) for b in result.builds))
+
+    def fake_build_here(share):
+        return cluster.ShareResult(share.run_name, b"", cluster.this_worker(), 0, address=cluster.worker_address(),
+                                   builds=fake_builds(share.variants))
+
+    monkeypatch.setattr(cluster, "run_share", share_on_avx512_workers_of_another_cpu)
+    monkeypatch.setattr(cluster, "build_for_bench_host", fake_build_here)
+    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_o2nofp_native", "rel_native_lto")]
+    shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10),
+                            cluster.worker_options(BOTH), "m", 2)
+    said = []
+    store = Store(tmp_path / "client.sqlite")
+    merged = cluster.run(local_cluster, shares, store, "m", "test", say=said.append,
+                         bench=cluster.bench_host_task("1", "rel_o2nofp", BOTH, "m"))
+    cost = report.compute(store, merged.run_id)
+    assert {r["build"] for r in cost.table("builds").rows} == {"rel_lto", "rel_native_lto"}
+    (_, qps_run), = merged.per_cpu.items()
+    rows = {r["build"]: r["qps"].value for r in report.compute(store, qps_run).table("builds").rows}
+    assert rows == pytest.approx({"rel_lto": 1.1, "rel_o2nofp_native": 1.02, "rel_native_lto": 1.12}, rel=0.03)
+    assert "building rel_o2nofp_native on the bench host 1 for wall-clock figures alone (no worker could measure " \
+           "its cost)" in said, said
+    assert f"building rel_native_lto on the bench host 1 for wall-clock figures alone (-march=native, built by " \
+           f"the workers on {other_cpu})" in said, said
+    assert sum("built on the bench host" in c and "for wall-clock figures alone" in c for c in cost.commands) == 2
+    # The two native builds were packed where the bench host built them; the others where a worker did.
+    with Client(local_cluster) as client:
+        bench_host = cluster.find_worker(cluster.workers_info(client), "1")
+    packs = {label: (packer, builder) for label, packer, builder in
+             (line.split() for line in packed_where.read_text().splitlines())}
+    assert set(packs) == {"rel_o2nofp", "rel_lto", "rel_o2nofp_native", "rel_native_lto"}
+    assert all(packer == builder for packer, builder in packs.values()), packs
+    assert {label for label, (packer, _) in packs.items() if packer == bench_host} >= \
+        {"rel_o2nofp_native", "rel_native_lto"}
+    assert len(seen.read_text().splitlines()) == 4
+
+
 def test_a_worker_that_leaves_before_packing_a_build_ends_the_bench_host_run_with_what_to_do(
         local_cluster, tmp_path, monkeypatch):
     """A build the bench host waits for, on a worker no longer in the cluster: said within a minute of
     quiet, not waited for forever."""
-    from distributed import Client
     monkeypatch.setattr(cluster, "NEWS_EVERY", 0.5)
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
-    build = shipping.BuildOnWorker("rel_lto", "ab" * 32, str(tmp_path / "build.json"))
+    build = shipping.BuildOnWorker("rel_lto", "ab" * 32, str(tmp_path / "build.json"), "a CPU")
     with Client(local_cluster) as client:
         bench_host = cluster.find_worker(cluster.workers_info(client), "0")
         task = cluster.bench_host_task("0", "rel_o2nofp", replace(OPTIONS, modes=("qps",)), "m")
@@ -305,7 +371,9 @@ def test_a_postgresql_matrix_on_a_scheduler_and_two_workers_with_homes_of_their_
     time), pgolab matrix --cluster: every build once (two measurable shares, so that each worker
     builds the base even where neither can measure the -march=native one), one merged run of
     their cost, which a one-host cost run of the same binaries matches within cost's bound; QPS on
-    the bench host w1, which receives every build's install tree and measures them all there. The two homes are of different depths and the workers compile without ccache, so
+    the bench host w1, which receives every build's install tree from the worker that built it, builds
+    itself the -march=native one no worker could cost-measure (on AVX-512), and measures them all
+    there. The two homes are of different depths and the workers compile without ccache, so
     the two bases are two builds of one source in two places: they must be the same binary, bit for
     bit (issue 30)."""
     dask = shutil.which("dask", path=str(Path(sys.executable).parent)) or shutil.which("dask")
@@ -364,7 +432,9 @@ def test_a_postgresql_matrix_on_a_scheduler_and_two_workers_with_homes_of_their_
         qps_run = next((r for r in store.runs() if r.name.startswith("ci-cluster-on-bench-host-")), None)
         assert qps_run is not None, result.stderr[-3000:]
         qps_rows = {r["build"]: r for r in report.compute(store, qps_run.id).table("builds").rows}
-        assert set(qps_rows) == set(rows) and all(r["qps"].value > 0 for r in qps_rows.values())
+        assert set(qps_rows) == set(rows) | {"rel_o2nofp_native"} and all(r["qps"].value > 0 for r in qps_rows.values())
+        assert ("building rel_o2nofp_native on the bench host w1 for wall-clock figures alone (no worker could "
+                "measure its cost)" in result.stderr) != native_measured, result.stderr[-3000:]
         binaries = {t.label: Path(t.server_binary) for t in store.targets(qps_run.id)}
         assert all(b.is_relative_to(homes[1] / "cluster-installs") for b in binaries.values()), binaries
         # The same binaries measured on one host in one cost run: each build's cost against the base

@@ -23,7 +23,9 @@ the client picks one build of each label, has the worker that holds it pack its 
 one last task, pinned to the bench host, takes those packs straight from the workers (Dask moves
 them worker to worker: a MariaDB tree is far too large to pass through the client for each of 23
 builds), unpacks them (checked by digest) and measures every build's QPS against the base in one
-run, which the client imports beside the merged cost run.
+run, which the client imports beside the merged cost run. Before that, the bench host builds itself,
+for wall-clock figures alone, a share no worker could cost-measure and a -march=native share built on
+another CPU model (it may not run on the bench host, and it is not that CPU's native build).
 Without it, a cluster run asked for QPS is refused with that option named.
 """
 
@@ -89,6 +91,12 @@ class _QuietMatrix:
         pass
 
 
+def _matrix_request(share: Share) -> matrix.MatrixRequest:
+    tree = debian.resolve(share.source, home_runner("cluster-source"))
+    return matrix.MatrixRequest(sources=[tree], variants=[parse(v) for v in share.variants], base=share.base,
+                                train=share.train, options=share.options, run_name=share.run_name, jobs=share.jobs)
+
+
 def run_share(share: Share) -> ShareResult:
     """On a worker: build the share and the base in this worker's pgolab home, measure their cost,
     and return the run as a run file; nothing, and why, when this worker can measure none of them."""
@@ -97,11 +105,9 @@ def run_share(share: Share) -> ShareResult:
     if len(left) == len(share.variants):
         return ShareResult(share.run_name, b"", worker, 0, "; ".join(f"{v}: {why}" for v, why in left.items()),
                            worker_address())
-    tree = debian.resolve(share.source, home_runner("cluster-source"))
-    request = matrix.MatrixRequest(sources=[tree], variants=[parse(v) for v in share.variants], base=share.base,
-                                   train=share.train, options=share.options, run_name=share.run_name, jobs=share.jobs)
     store = Store(paths.home() / "cluster-runs.sqlite")
-    built = matrix.run_matrix(request, store, _QuietMatrix(), f"pgolab cluster task {share.run_name}").builds
+    built = matrix.run_matrix(_matrix_request(share), store, _QuietMatrix(),
+                              f"pgolab cluster task {share.run_name}").builds
     builds = tuple(shipping.on_worker(b.record) for b in built if b.record) if share.ship else ()
     data, samples = exported(store, share.run_name)
     return ShareResult(share.run_name, data, worker, samples, address=worker_address(), builds=builds)
@@ -113,6 +119,21 @@ def exported(store: Store, run_name: str) -> tuple[bytes, int]:
         out = Path(tmp) / "run.gz"
         samples = runfile.export_run(store, run_name, out)
         return out.read_bytes(), samples
+
+
+def build_for_bench_host(share: Share) -> ShareResult:
+    """On the bench host: build a share's variants (not the base: the workers send theirs) for
+    wall-clock figures alone, and name the builds."""
+    request = _matrix_request(share)
+    built = matrix.build_all(request, request.variants, _QuietMatrix())
+    return ShareResult(share.run_name, b"", this_worker(), 0, address=worker_address(),
+                       builds=tuple(shipping.on_worker(result.record) for _, result in built))
+
+
+def cpu_model() -> str:
+    """This machine's CPU model, as wall-clock figures and a -march=native build name it."""
+    from .host import Host
+    return Host.this().model()
 
 
 def this_worker() -> str:
@@ -204,8 +225,7 @@ def bench_on_host(task: BenchHostTask, installs: list[PackedInstall], command: s
     measure them all in one wall-clock run against the base, and return it as a run file. A
     -march=native build from another CPU model is left out, and the run says why. The run's name ends
     in the binaries' digest: another set of builds is another run, not a clash with the first."""
-    from .host import Host
-    here = Host.this().model()
+    here = cpu_model()
     into = paths.home() / "cluster-installs"
     targets, notes = [], []
     for packed in installs:
@@ -260,8 +280,9 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
                              at_least=1, notes=outcome.not_built)
         per_machine = {}
         if bench:
-            chosen = outcome.shipped([s.run_name for s in shares_])
             try:
+                rebuilt = _build_on_bench_host(client, bench, bench_address, shares_, outcome, say)
+                chosen = outcome.shipped([s.run_name for s in shares_])
                 result = _run_on_bench_host(client, bench, bench_address, chosen, command, say)
             except PgolabError as exc:
                 raise PgolabError(f"{exc.message}; the cost run {name} is merged", log=exc.log, detail=exc.detail,
@@ -270,7 +291,7 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
             say(f"wall-clock run {result.run_name} on {result.worker}: {result.samples} samples "
                 f"({imported.samples_added} new here)")
             store.add_commands(merged.run_id, [f"wall-clock figures measured on the bench host {result.worker}, "
-                                               f"every build on that one machine: run {result.run_name}"])
+                                               f"every build on that one machine: run {result.run_name}", *rebuilt])
             per_machine = {result.worker: store.run(result.run_name).id}
     finally:
         client.close()
@@ -283,12 +304,26 @@ class SharesOutcome:
     not_built: list[str] = field(default_factory=list)        # the merged run's notes of the others
     builds: dict[str, tuple[str, tuple[BuildOnWorker, ...]]] = field(default_factory=dict)  # by share run
     # name: the worker's address and what it built
+    left_out: list[str] = field(default_factory=list)         # run names of the shares no worker built
+    bench_host_builds: list[tuple[str, BuildOnWorker]] = field(default_factory=list)   # built there
+
+    def for_bench_host(self, shares_: list[Share], bench_cpu: str) -> list[tuple[Share, str]]:
+        """The shares the bench host builds itself for wall-clock figures, with why: one no worker
+        could cost-measure, and a -march=native one built on another CPU model."""
+        out = []
+        for share in shares_:
+            built_on = {b.built_on for b in self.builds.get(share.run_name, ("", ()))[1] if b.label in share.variants}
+            if share.run_name in self.left_out:
+                out.append((share, "no worker could measure its cost"))
+            elif any(parse(v).native for v in share.variants) and built_on and built_on != {bench_cpu}:
+                out.append((share, f"-march=native, built by the workers on {', '.join(sorted(built_on))}"))
+        return out
 
     def shipped(self, order: list[str]) -> list[tuple[str, BuildOnWorker]]:
-        """What the bench host receives, and from which worker: each label once, the shares taken in
-        the matrix's order (not the order they finished in), so the base is the same on every run of
-        the command."""
-        chosen: dict[str, tuple[str, BuildOnWorker]] = {}
+        """What the bench host receives, and from which worker: its own builds, then each other label
+        once, the shares taken in the matrix's order (not the order they finished in), so the base is
+        the same on every run of the command."""
+        chosen: dict[str, tuple[str, BuildOnWorker]] = {b.label: (where, b) for where, b in self.bench_host_builds}
         for run_name in order:
             address, builds = self.builds.get(run_name, ("", ()))
             for build in builds:
@@ -317,6 +352,7 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
         variants = ', '.join(share.variants)
         say(f"[{done}/{len(shares_)}] {variants} not built, {which}")
         outcome.not_built.append(f"{NOT_BUILT}{variants}, {which}")
+        outcome.left_out.append(share.run_name)
 
     while pending:
         try:
@@ -358,18 +394,32 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
     return outcome
 
 
-def _run_on_bench_host(client, task: BenchHostTask, address: str, chosen: list[tuple[str, BuildOnWorker]],
-                       command: str, say: Callable[[str], None]) -> ShareResult:
-    """Each chosen build packed by the worker that holds it, and the bench host's task, pinned to it,
-    given those packs: Dask sends them from worker to worker."""
+def _build_on_bench_host(client, task: BenchHostTask, address: str, shares_: list[Share], outcome: SharesOutcome,
+                         say: Callable[[str], None]) -> list[str]:
+    """The shares the bench host builds itself for wall-clock figures alone (SharesOutcome.for_bench_host),
+    one at a time; what the merged run's commands say of them."""
+    bench_cpu = _on_bench_host(client, task, address, client.submit(
+        cpu_model, workers=[address], allow_other_workers=False, pure=False, key="pgolab-bench-host-cpu"), say)
+    again = outcome.for_bench_host(shares_, bench_cpu)
+    said = []
+    for i, (share, why) in enumerate(again, 1):
+        variants = ", ".join(share.variants)
+        say(f"building {variants} on the bench host {task.host} for wall-clock figures alone ({why})")
+        future = client.submit(build_for_bench_host, share, workers=[address], allow_other_workers=False, pure=False,
+                               key=f"pgolab-{share.run_name}-for-bench-host")
+        result: ShareResult = _on_bench_host(client, task, address, future, say)
+        outcome.bench_host_builds.extend((address, build) for build in result.builds)
+        say(f"[{i}/{len(again)}] {variants} built on the bench host {result.worker}")
+        said.append(f"{variants} built on the bench host {result.worker} for wall-clock figures alone ({why})")
+    return said
+
+
+def _on_bench_host(client, task: BenchHostTask, address: str, future, say: Callable[[str], None],
+                   packs: dict | None = None):
+    """A task's result on the bench host, said who works on what every minute of quiet; ended with
+    what to do if the bench host, or a worker packing a build it waits for (`packs`), leaves."""
     from distributed import wait
-    say(f"the bench host {task.host} receives {len(chosen)} builds, each packed by the worker that built it: "
-        + ", ".join(sorted(build.label for _, build in chosen)))
-    packs = {client.submit(shipping.pack, build, workers=[where], allow_other_workers=False, pure=False,
-                           key=f"pgolab-pack-{build.label}-{build.digest[:12]}"): (where, build)
-             for where, build in chosen}
-    future = client.submit(bench_on_host, task, list(packs), command, workers=[address], allow_other_workers=False,
-                           pure=False, key=f"pgolab-{task.run_name}")
+    packs = packs or {}
     while True:
         try:
             wait([future], timeout=NEWS_EVERY)
@@ -386,7 +436,21 @@ def _run_on_bench_host(client, task: BenchHostTask, address: str, chosen: list[t
             if gone:
                 raise PgolabError(f"the worker {gone[0][0]} left before packing {gone[0][1].label} for the bench host",
                                   hint="run the same command again: its task is built again on a worker still there")
-            say(f"measuring wall-clock figures on {task.host}: {_busy(client)}")
+            say(f"on the bench host {task.host}: {_busy(client)}")
+
+
+def _run_on_bench_host(client, task: BenchHostTask, address: str, chosen: list[tuple[str, BuildOnWorker]],
+                       command: str, say: Callable[[str], None]) -> ShareResult:
+    """Each chosen build packed by the worker that holds it, and the bench host's task, pinned to it,
+    given those packs: Dask sends them from worker to worker."""
+    say(f"the bench host {task.host} receives {len(chosen)} builds, each packed by the worker that built it: "
+        + ", ".join(sorted(build.label for _, build in chosen)))
+    packs = {client.submit(shipping.pack, build, workers=[where], allow_other_workers=False, pure=False,
+                           key=f"pgolab-pack-{build.label}-{build.digest[:12]}"): (where, build)
+             for where, build in chosen}
+    future = client.submit(bench_on_host, task, list(packs), command, workers=[address], allow_other_workers=False,
+                           pure=False, key=f"pgolab-{task.run_name}")
+    return _on_bench_host(client, task, address, future, say, packs)
 
 
 def _busy(client) -> str:

@@ -216,23 +216,11 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
         if variant.name in left_out:
             progress.left_out(variant, left_out[variant.name])
     chosen = [v for v in chosen if v.name not in left_out]
-    # Tree by tree in the order given, each tree's variants cheapest first.
-    order = [(tree, v, k) for tree in request.sources for v in build_order(chosen)
-             for k in range(1, request.replicates + 1)]
-    for tree, variant, _ in order:      # every refusal before the first build
-        require_buildable(variant, tree.server)
     started = time.monotonic()
-    results, targets = [], []
-    for i, (tree, variant, k) in enumerate(order):
-        t0 = time.monotonic()
-        reporter = progress.build_started(i, len(order), variant)
-        build_request = BuildRequest(tree, variant, request.train, jobs=request.jobs,
-                                     use_ccache=request.use_ccache).replicate_of(k)
-        result = Pipeline(build_request, reporter).run()
-        results.append(result)
-        targets.append(BenchTarget(target_label(tree, result.record.label, series), result.record.kind,
-                                   result.record.installation(), result.record))
-        progress.build_finished(i, len(order), result, time.monotonic() - t0)
+    built_in_trees = build_all(request, chosen, progress)
+    results = [result for _, result in built_in_trees]
+    targets = [BenchTarget(target_label(tree, result.record.label, series), result.record.kind,
+                           result.record.installation(), result.record) for tree, result in built_in_trees]
     built = time.monotonic()
     cpu = Host.this().model() if left_out else ""
     notes = [f"{NOT_BUILT}{name}, which no measure of this run can measure on {cpu} ({why})"
@@ -242,6 +230,26 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
     result = MatrixResult(run_id, results, built - started, time.monotonic() - built, left_out=left_out)
     result.timing_log = _log_timing(store.run(run_id).name, result)
     return result
+
+
+def build_all(request: MatrixRequest, chosen: list[Variant],
+              progress: MatrixProgress) -> list[tuple[SourceTree, BuildResult]]:
+    """Every chosen variant of every tree (and its replicates), tree by tree in the order given, each
+    tree's variants cheapest first; every refusal before the first build."""
+    order = [(tree, v, k) for tree in request.sources for v in build_order(chosen)
+             for k in range(1, request.replicates + 1)]
+    for tree, variant, _ in order:
+        require_buildable(variant, tree.server)
+    built = []
+    for i, (tree, variant, k) in enumerate(order):
+        t0 = time.monotonic()
+        reporter = progress.build_started(i, len(order), variant)
+        build_request = BuildRequest(tree, variant, request.train, jobs=request.jobs,
+                                     use_ccache=request.use_ccache).replicate_of(k)
+        result = Pipeline(build_request, reporter).run()
+        built.append((tree, result))
+        progress.build_finished(i, len(order), result, time.monotonic() - t0)
+    return built
 
 
 def _log_timing(run_name: str, result: MatrixResult) -> Path:

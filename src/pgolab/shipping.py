@@ -48,10 +48,12 @@ class BuildOnWorker:
     label: str
     digest: str           # sha256 of the server binary when it was measured
     record_path: str      # its build.json, on that worker
+    built_on: str         # the worker's CPU model (Host.model): a -march=native build is that CPU's
 
 
 def on_worker(record: BuildRecord) -> BuildOnWorker:
-    return BuildOnWorker(record.label, file_digest(Path(record.server_binary)), str(record.dir / RECORD_FILE))
+    return BuildOnWorker(record.label, file_digest(Path(record.server_binary)), str(record.dir / RECORD_FILE),
+                         Host.this().model())
 
 
 def pack(build: BuildOnWorker) -> PackedInstall:
