@@ -32,9 +32,7 @@ Without it, a cluster run asked for QPS is refused with that option named.
 from __future__ import annotations
 
 import platform
-import tempfile
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Callable
 
 from . import bench, debian, matrix, merge, paths, runfile, shipping
@@ -109,16 +107,8 @@ def run_share(share: Share) -> ShareResult:
     built = matrix.run_matrix(_matrix_request(share), store, _QuietMatrix(),
                               f"pgolab cluster task {share.run_name}").builds
     builds = tuple(shipping.on_worker(b.record) for b in built if b.record) if share.ship else ()
-    data, samples = exported(store, share.run_name)
+    data, samples = runfile.exported(store, share.run_name)
     return ShareResult(share.run_name, data, worker, samples, address=worker_address(), builds=builds)
-
-
-def exported(store: Store, run_name: str) -> tuple[bytes, int]:
-    """A stored run as the bytes of its run file, and how many samples it holds."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "run.gz"
-        samples = runfile.export_run(store, run_name, out)
-        return out.read_bytes(), samples
 
 
 def build_for_bench_host(share: Share) -> ShareResult:
@@ -236,15 +226,12 @@ def bench_on_host(task: BenchHostTask, installs: list[PackedInstall], command: s
     store = Store(paths.home() / "cluster-runs.sqlite")
     run_id = run_bench(store, f"{task.run_name}-{{binaries}}", task.base, targets, task.options, command, notes=notes)
     name = store.run(run_id).name
-    data, samples = exported(store, name)
+    data, samples = runfile.exported(store, name)
     return ShareResult(name, data, this_worker(), samples, address=worker_address())
 
 
-def import_result(store: Store, result: ShareResult):
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "run.gz"
-        path.write_bytes(result.run_file)
-        return runfile.import_run(store, path)
+def import_result(store: Store, result: ShareResult) -> runfile.Imported:
+    return runfile.import_content(store, runfile.decoded(result.run_file, f"the run file {result.worker} sent"))
 
 
 def run(address: str, shares_: list[Share], store: Store, name: str, command: str,

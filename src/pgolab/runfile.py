@@ -45,6 +45,17 @@ def _content_digest(content: dict) -> str:
 
 def export_run(store: Store, run_ref: str, out: Path, with_profiles: bool = False) -> int:
     """Write a stored run to `out`; returns how many samples it holds."""
+    data, samples = exported(store, run_ref, with_profiles)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".partial")
+    tmp.write_bytes(data)
+    tmp.replace(out)
+    return samples
+
+
+def exported(store: Store, run_ref: str, with_profiles: bool = False) -> tuple[bytes, int]:
+    """A stored run as the bytes of its run file (what a cluster's task sends back), and how many
+    samples it holds."""
     run = store.run(run_ref)
     if run is None:
         raise PgolabError(f"no stored run {run_ref!r} in {store.path}", hint="`pgolab report --list` shows them")
@@ -52,12 +63,7 @@ def export_run(store: Store, run_ref: str, out: Path, with_profiles: bool = Fals
     if with_profiles:
         content["profiles"] = _profiles_of(store, run.id)
     document = {"format": FORMAT, "pgolab": __version__, "digest": _content_digest(content), "content": content}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".partial")
-    with gzip.open(tmp, "wt") as f:
-        json.dump(document, f)
-    tmp.replace(out)
-    return len(content["samples"])
+    return gzip.compress(json.dumps(document).encode()), len(content["samples"])
 
 
 def _profiles_of(store: Store, run_id: int) -> dict[str, str]:
@@ -79,8 +85,16 @@ def _profiles_of(store: Store, run_id: int) -> dict[str, str]:
 
 def read(path: Path) -> dict:
     try:
-        with gzip.open(path, "rt") as f:
-            document = json.load(f)
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PgolabError(f"{path} is not a pgolab run file: {exc}", hint="give a file written by `pgolab export`")
+    return decoded(data, str(path))
+
+
+def decoded(data: bytes, path: str) -> dict:
+    """A run file's content, checked against its format and its own digest; `path` names it in errors."""
+    try:
+        document = json.loads(gzip.decompress(data))
     except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise PgolabError(f"{path} is not a pgolab run file: {exc}", hint="give a file written by `pgolab export`")
     version = document.get("format") if isinstance(document, dict) else None
@@ -95,7 +109,11 @@ def read(path: Path) -> dict:
 
 def import_run(store: Store, path: Path) -> Imported:
     """Bring a run file into the store: the run if it is new, else what the store lacks of it."""
-    content = read(path)
+    return import_content(store, read(path))
+
+
+def import_content(store: Store, content: dict) -> Imported:
+    """A run file's checked content (read, decoded) into the store."""
     run_id, added = store.add_rows(content)
     profiles = []
     if content.get("profiles"):
