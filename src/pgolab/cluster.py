@@ -386,7 +386,7 @@ def _build_on_bench_host(client, task: BenchHostTask, address: str, shares_: lis
     """The shares the bench host builds itself for wall-clock figures alone (SharesOutcome.for_bench_host),
     one at a time; what the merged run's commands say of them."""
     bench_cpu = _on_bench_host(client, task, address, client.submit(
-        cpu_model, workers=[address], allow_other_workers=False, pure=False, key="pgolab-bench-host-cpu"), say)
+        cpu_model, workers=[address], allow_other_workers=False, pure=False, key=f"pgolab-cpu-of-{address}"), say)
     again = outcome.for_bench_host(shares_, bench_cpu)
     said = []
     for i, (share, why) in enumerate(again, 1):
