@@ -31,7 +31,7 @@ from test_merge import ShardCost, ShardQps
 
 OPTIONS = BenchOptions(suite="quick", modes=("cost",), cost_write_repeats=2)
 SPEEDS = {"rel_o2nofp": 1.0, "rel_lto": 1.1, "rel_pgo_use": 1.4, "rel_pgo_use_bolt": 1.45, "rel_o2nofp_native": 1.02,
-          "rel_native_lto": 1.12}
+          "rel_native_lto": 1.12, "rel_native": 1.01}
 
 
 def fake_share(share: cluster.Share) -> cluster.ShareResult:
@@ -233,10 +233,11 @@ def test_every_build_travels_to_the_bench_host_and_its_qps_is_measured_there_aga
     # A tree that is not what was packed, and a bench host no worker is.
     build = shipping_share(replace(shares[0], ship=True)).builds[0]
     packed = shipping.pack(build)
-    native = replace(packed, record={**packed.record, "variant": "rel_o2nofp_native"})
-    assert shipping.foreign_native(native, packed.built_on) is None
-    assert "built with -march=native on" in shipping.foreign_native(native, "Another CPU (family 1, model 2)")
-    assert shipping.foreign_native(packed, "Another CPU (family 1, model 2)") is None
+    other = "Another CPU (family 1, model 2)"
+    assert shipping.foreign_native("rel_o2nofp_native", packed.built_on, packed.built_on) is None
+    assert shipping.foreign_native("rel_o2nofp_native", packed.built_on, other) == \
+        f"built with -march=native on {packed.built_on}, not on this host's {other}"
+    assert shipping.foreign_native("rel_o2nofp", packed.built_on, other) is None
     with pytest.raises(PgolabError, match=r"rel_o2nofp's install tree arrived with bin/postgres at \w+, packed at 0+"):
         shipping.unpack(replace(packed, digest="0" * 64), tmp_path / "elsewhere")
     Path(packed.record["server_binary"]).write_text("rebuilt since")
@@ -251,9 +252,11 @@ def test_the_bench_host_builds_for_qps_what_no_worker_measured_and_a_native_buil
     """A -march=native share no worker can cost-measure (AVX-512 everywhere) is not in the cost run,
     and the bench host builds it itself for QPS; a -march=native share the workers built on another
     CPU model is in the cost run, and the bench host builds its own for QPS (the workers' may not run
-    there, and is not that CPU's native build). The base still comes from a worker."""
+    there, and is not that CPU's native build); one whose build fails there is noted in the QPS run,
+    and the others are measured. The base comes from a worker's task, not built again."""
     seen, packed_where = bench_host_fakes
     other_cpu = "Another CPU (family 1, model 2)"
+    rebuilt = tmp_path / "rebuilt"
 
     def share_on_avx512_workers_of_another_cpu(share):
         if share.variants == ("rel_o2nofp_native",):
@@ -263,12 +266,16 @@ def test_the_bench_host_builds_for_qps_what_no_worker_measured_and_a_native_buil
         return replace(result, builds=tuple(replace(b, built_on=other_cpu) for b in result.builds))
 
     def fake_build_here(share):
+        with rebuilt.open("a") as out:
+            out.write(" ".join(share.variants) + "\n")
+        if share.variants == ("rel_native",):
+            raise PgolabError("the compiler of this fake bench host lacks -march=native", hint="none")
         return cluster.ShareResult(share.run_name, b"", cluster.this_worker(), 0, address=cluster.worker_address(),
                                    builds=fake_builds(share.variants))
 
     monkeypatch.setattr(cluster, "run_share", share_on_avx512_workers_of_another_cpu)
     monkeypatch.setattr(cluster, "build_for_bench_host", fake_build_here)
-    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_o2nofp_native", "rel_native_lto")]
+    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_o2nofp_native", "rel_native_lto", "rel_native")]
     shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10),
                             cluster.worker_options(BOTH), "m", 2)
     said = []
@@ -276,14 +283,20 @@ def test_the_bench_host_builds_for_qps_what_no_worker_measured_and_a_native_buil
     merged = cluster.run(local_cluster, shares, store, "m", "test", say=said.append,
                          bench=cluster.bench_host_task("1", "rel_o2nofp", BOTH, "m"))
     cost = report.compute(store, merged.run_id)
-    assert {r["build"] for r in cost.table("builds").rows} == {"rel_lto", "rel_native_lto"}
+    assert {r["build"] for r in cost.table("builds").rows} == {"rel_lto", "rel_native_lto", "rel_native"}
     (_, qps_run), = merged.per_cpu.items()
-    rows = {r["build"]: r["qps"].value for r in report.compute(store, qps_run).table("builds").rows}
+    qps = report.compute(store, qps_run)
+    rows = {r["build"]: r["qps"].value for r in qps.table("builds").rows}
     assert rows == pytest.approx({"rel_lto": 1.1, "rel_o2nofp_native": 1.02, "rel_native_lto": 1.12}, rel=0.03)
-    assert "building rel_o2nofp_native on the bench host 1 for wall-clock figures alone (no worker could measure " \
-           "its cost)" in said, said
-    assert f"building rel_native_lto on the bench host 1 for wall-clock figures alone (-march=native, built by " \
-           f"the workers on {other_cpu})" in said, said
+    assert sorted(rebuilt.read_text().split()) == ["rel_native", "rel_native_lto", "rel_o2nofp_native"]
+    text = "\n".join(said)
+    assert re.search(r"building rel_o2nofp_native on the bench host 1 for wall-clock figures alone \(not built by "
+                     r"the workers, which none of the 2 workers could measure", text), text
+    assert f"building rel_native_lto on the bench host 1 for wall-clock figures alone (built with -march=native on " \
+           f"{other_cpu}, not on this host's" in text, text
+    assert "rel_native could not be built on the bench host: the compiler of this fake bench host lacks" in text
+    assert any("not built: rel_native on the bench host, whose build failed: the compiler of this fake bench host "
+               "lacks -march=native" in f for f in qps.facts), qps.facts
     assert sum("built on the bench host" in c and "for wall-clock figures alone" in c for c in cost.commands) == 2
     # The two native builds were packed where the bench host built them; the others where a worker did.
     with Client(local_cluster) as client:
@@ -297,6 +310,31 @@ def test_the_bench_host_builds_for_qps_what_no_worker_measured_and_a_native_buil
     assert len(seen.read_text().splitlines()) == 4
 
 
+def test_what_the_bench_host_builds_itself_a_native_base_of_another_cpu_too():
+    """Pure logic: a share no worker built, a -march=native build of another CPU model (one per
+    share, however many it holds), and the base when it is such a build; nothing for builds of the
+    bench host's own CPU or without -march=native."""
+    here, other = "This CPU (family 1, model 1)", "Another CPU (family 1, model 2)"
+
+    def built(label, cpu):
+        return shipping.BuildOnWorker(label, "ab" * 32, f"/w/{label}/build.json", cpu)
+
+    native_base = [cluster.Share("postgresql", variants, "rel_o2nofp_native", parse_train("mix", 10), OPTIONS,
+                                 f"m-{variants[0]}", 2) for variants in [("rel_native_lto",), ("rel_lto",),
+                                                                         ("rel_native",), ("rel_clang",)]]
+    outcome = cluster.SharesOutcome(builds={
+        "m-rel_native_lto": ("w1", (built("rel_o2nofp_native", other), built("rel_native_lto", other))),
+        "m-rel_lto": ("w2", (built("rel_o2nofp_native", here), built("rel_lto", other))),
+        "m-rel_native": ("w2", (built("rel_o2nofp_native", here), built("rel_native", here)))},
+        left_out={"m-rel_clang": "which a fake worker could not measure"})
+    again = outcome.for_bench_host(native_base, here)
+    assert [(s.variants, why.split(" on ")[0]) for s, why in again] == [
+        (("rel_native_lto",), "built with -march=native"),
+        (("rel_clang",), "not built by the workers, which a fake worker could not measure"),
+        (("rel_o2nofp_native",), "built with -march=native")], "the base from m-rel_native_lto, built elsewhere"
+    assert [s.variants for s, _ in outcome.for_bench_host(native_base, other)] == [("rel_native",), ("rel_clang",)]
+
+
 def test_a_worker_that_leaves_before_packing_a_build_ends_the_bench_host_run_with_what_to_do(
         local_cluster, tmp_path, monkeypatch):
     """A build the bench host waits for, on a worker no longer in the cluster: said within a minute of
@@ -307,9 +345,15 @@ def test_a_worker_that_leaves_before_packing_a_build_ends_the_bench_host_run_wit
     with Client(local_cluster) as client:
         bench_host = cluster.find_worker(cluster.workers_info(client), "0")
         task = cluster.bench_host_task("0", "rel_o2nofp", replace(OPTIONS, modes=("qps",)), "m")
-        with pytest.raises(PgolabError, match="the worker tcp://127.0.0.1:9 left before packing rel_lto for the "
-                                              "bench host"):
-            cluster._run_on_bench_host(client, task, bench_host, [("tcp://127.0.0.1:9", build)], "test", print)
+        host = cluster._BenchHost(client, task, bench_host, print)
+        host.receive([("tcp://127.0.0.1:9", build)])
+        waiting = host.submit(cluster.bench_on_host, task, list(host.unpacks), "test", key="m")
+        with pytest.raises(cluster.BenchHostLeft, match="the worker tcp://127.0.0.1:9 left before its build rel_lto "
+                                                        "reached the bench host"):
+            host.result(waiting)
+        time.sleep(0.5)
+        assert len(host.submitted) == 3 and all(f.status == "cancelled" for f in host.submitted), \
+            [f.status for f in host.submitted]
 
 
 @pytest.mark.parametrize("python_filter", [True, False], ids=["python-filter", "by-hand"])
@@ -433,8 +477,9 @@ def test_a_postgresql_matrix_on_a_scheduler_and_two_workers_with_homes_of_their_
         assert qps_run is not None, result.stderr[-3000:]
         qps_rows = {r["build"]: r for r in report.compute(store, qps_run.id).table("builds").rows}
         assert set(qps_rows) == set(rows) | {"rel_o2nofp_native"} and all(r["qps"].value > 0 for r in qps_rows.values())
-        assert ("building rel_o2nofp_native on the bench host w1 for wall-clock figures alone (no worker could "
-                "measure its cost)" in result.stderr) != native_measured, result.stderr[-3000:]
+        said = " ".join(result.stderr.split())     # as printed, folded to the console's width
+        assert ("building rel_o2nofp_native on the bench host w1 for wall-clock figures alone (not built by the "
+                "workers, which none of the 2 workers could measure" in said) != native_measured, said[-3000:]
         binaries = {t.label: Path(t.server_binary) for t in store.targets(qps_run.id)}
         assert all(b.is_relative_to(homes[1] / "cluster-installs") for b in binaries.values()), binaries
         # The same binaries measured on one host in one cost run: each build's cost against the base

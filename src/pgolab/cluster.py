@@ -32,12 +32,14 @@ Without it, a cluster run asked for QPS is refused with that option named.
 from __future__ import annotations
 
 import platform
+import uuid
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from . import bench, debian, matrix, merge, paths, runfile, shipping
-from .matrix import training_groups
 from .errors import PgolabError
+from .fleet import BenchTarget
+from .matrix import training_groups
 from .measurement import BenchOptions
 from .phases import QuietReporter
 from .runner import home_runner
@@ -208,21 +210,32 @@ def find_worker(scheduler_info: dict, host: str) -> str:
     return found[0]
 
 
-def bench_on_host(task: BenchHostTask, installs: list[PackedInstall], command: str,
+@dataclass(frozen=True)
+class Unpacked:
+    """A build as the bench host received it: a target to measure, or why it is left out."""
+    label: str
+    target: BenchTarget | None
+    left_out: str = ""
+
+
+def unpack_on_bench_host(packed: PackedInstall) -> Unpacked:
+    """On the bench host, as soon as a build arrives: its tree unpacked in this home (refused if its
+    binary is not the one packed), so that the packed bytes can go; a -march=native build of another
+    CPU model is left out, with why (the client normally has the bench host build its own first)."""
+    if (why := shipping.foreign_native(packed.record["variant"], packed.built_on, cpu_model())) is not None:
+        return Unpacked(packed.label, None, why)
+    return Unpacked(packed.label, shipping.unpack(packed, paths.home() / "cluster-installs"))
+
+
+def bench_on_host(task: BenchHostTask, builds: list[Unpacked], command: str, notes: tuple[str, ...] = (),
                   run_bench: Callable = bench.run_bench) -> ShareResult:
-    """On the bench host: unpack every build the workers packed (one per label: the client picks the
-    base of the first task in the matrix's order; refusing one whose binary is not the one packed),
-    measure them all in one wall-clock run against the base, and return it as a run file. A
-    -march=native build from another CPU model is left out, and the run says why. The run's name ends
-    in the binaries' digest: another set of builds is another run, not a clash with the first."""
-    here = cpu_model()
-    into = paths.home() / "cluster-installs"
-    targets, notes = [], []
-    for packed in installs:
-        if (why := shipping.foreign_native(packed, here)) is not None:
-            notes.append(f"{NOT_BUILT}{packed.label} on the bench host: {why}")
-            continue
-        targets.append(shipping.unpack(packed, into))
+    """On the bench host: every build it received (one per label: the client picks the base of the
+    first task in the matrix's order) measured in one wall-clock run against the base, returned as a
+    run file; what was left out (`notes`, and the builds unpacked with a reason) is noted in the run.
+    The run's name ends in the binaries' digest: another set of builds is another run, not a clash
+    with the first."""
+    targets = [b.target for b in builds if b.target is not None]
+    notes = [*notes, *(f"{NOT_BUILT}{b.label} on the bench host: {b.left_out}" for b in builds if b.left_out)]
     store = Store(paths.home() / "cluster-runs.sqlite")
     run_id = run_bench(store, f"{task.run_name}-{{binaries}}", task.base, targets, task.options, command, notes=notes)
     name = store.run(run_id).name
@@ -231,7 +244,9 @@ def bench_on_host(task: BenchHostTask, installs: list[PackedInstall], command: s
 
 
 def import_result(store: Store, result: ShareResult) -> runfile.Imported:
-    return runfile.import_content(store, runfile.decoded(result.run_file, f"the run file {result.worker} sent"))
+    return runfile.import_content(store, runfile.decoded(
+        result.run_file, f"the run file {result.worker} sent",
+        hint="install the same pgolab on the client and on every worker, and run the same command again"))
 
 
 def run(address: str, shares_: list[Share], store: Store, name: str, command: str,
@@ -268,9 +283,7 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
         per_machine = {}
         if bench:
             try:
-                rebuilt = _build_on_bench_host(client, bench, bench_address, shares_, outcome, say)
-                chosen = outcome.shipped([s.run_name for s in shares_])
-                result = _run_on_bench_host(client, bench, bench_address, chosen, command, say)
+                result, rebuilt = _BenchHost(client, bench, bench_address, say).measure(shares_, outcome, command)
             except PgolabError as exc:
                 raise PgolabError(f"{exc.message}; the cost run {name} is merged", log=exc.log, detail=exc.detail,
                                   hint=exc.hint or "run the same command again: the QPS run continues") from exc
@@ -291,31 +304,35 @@ class SharesOutcome:
     not_built: list[str] = field(default_factory=list)        # the merged run's notes of the others
     builds: dict[str, tuple[str, tuple[BuildOnWorker, ...]]] = field(default_factory=dict)  # by share run
     # name: the worker's address and what it built
-    left_out: list[str] = field(default_factory=list)         # run names of the shares no worker built
-    bench_host_builds: list[tuple[str, BuildOnWorker]] = field(default_factory=list)   # built there
-
-    def for_bench_host(self, shares_: list[Share], bench_cpu: str) -> list[tuple[Share, str]]:
-        """The shares the bench host builds itself for wall-clock figures, with why: one no worker
-        could cost-measure, and a -march=native one built on another CPU model."""
-        out = []
-        for share in shares_:
-            built_on = {b.built_on for b in self.builds.get(share.run_name, ("", ()))[1] if b.label in share.variants}
-            if share.run_name in self.left_out:
-                out.append((share, "no worker could measure its cost"))
-            elif any(parse(v).native for v in share.variants) and built_on and built_on != {bench_cpu}:
-                out.append((share, f"-march=native, built by the workers on {', '.join(sorted(built_on))}"))
-        return out
+    left_out: dict[str, str] = field(default_factory=dict)    # share run name -> why no worker built it
 
     def shipped(self, order: list[str]) -> list[tuple[str, BuildOnWorker]]:
-        """What the bench host receives, and from which worker: its own builds, then each other label
-        once, the shares taken in the matrix's order (not the order they finished in), so the base is
-        the same on every run of the command."""
-        chosen: dict[str, tuple[str, BuildOnWorker]] = {b.label: (where, b) for where, b in self.bench_host_builds}
+        """What the bench host receives, and from which worker: each label once, the shares taken in
+        the matrix's order (not the order they finished in), so the base is the same on every run of
+        the command."""
+        chosen: dict[str, tuple[str, BuildOnWorker]] = {}
         for run_name in order:
             address, builds = self.builds.get(run_name, ("", ()))
             for build in builds:
                 chosen.setdefault(build.label, (address, build))
         return list(chosen.values())
+
+    def for_bench_host(self, shares_: list[Share], bench_cpu: str) -> list[tuple[Share, str]]:
+        """What the bench host builds itself for wall-clock figures, with why: a share no worker
+        built, and a -march=native build (the base too) that the workers built on another CPU model."""
+        chosen = dict((b.label, b) for _, b in self.shipped([s.run_name for s in shares_]))
+        out = []
+        for share in shares_:
+            foreign = {why for v in share.variants if v in chosen
+                       and (why := shipping.foreign_native(v, chosen[v].built_on, bench_cpu))}
+            if share.run_name in self.left_out:
+                out.append((share, f"not built by the workers, {self.left_out[share.run_name]}"))
+            elif foreign:
+                out.append((share, "; ".join(sorted(foreign))))
+        base = shares_[0].base if shares_ else ""
+        if base in chosen and (why := shipping.foreign_native(base, chosen[base].built_on, bench_cpu)):
+            out.append((replace(shares_[0], variants=(base,), run_name=f"{shares_[0].run_name}-base"), why))
+        return out
 
 
 def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str], None], ship: bool) -> SharesOutcome:
@@ -339,7 +356,7 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
         variants = ', '.join(share.variants)
         say(f"[{done}/{len(shares_)}] {variants} not built, {which}")
         outcome.not_built.append(f"{NOT_BUILT}{variants}, {which}")
-        outcome.left_out.append(share.run_name)
+        outcome.left_out[share.run_name] = which
 
     while pending:
         try:
@@ -381,63 +398,102 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
     return outcome
 
 
-def _build_on_bench_host(client, task: BenchHostTask, address: str, shares_: list[Share], outcome: SharesOutcome,
-                         say: Callable[[str], None]) -> list[str]:
-    """The shares the bench host builds itself for wall-clock figures alone (SharesOutcome.for_bench_host),
-    one at a time; what the merged run's commands say of them."""
-    bench_cpu = _on_bench_host(client, task, address, client.submit(
-        cpu_model, workers=[address], allow_other_workers=False, pure=False, key=f"pgolab-cpu-of-{address}"), say)
-    again = outcome.for_bench_host(shares_, bench_cpu)
-    said = []
-    for i, (share, why) in enumerate(again, 1):
-        variants = ", ".join(share.variants)
-        say(f"building {variants} on the bench host {task.host} for wall-clock figures alone ({why})")
-        future = client.submit(build_for_bench_host, share, workers=[address], allow_other_workers=False, pure=False,
-                               key=f"pgolab-{share.run_name}-for-bench-host")
-        result: ShareResult = _on_bench_host(client, task, address, future, say)
-        outcome.bench_host_builds.extend((address, build) for build in result.builds)
-        say(f"[{i}/{len(again)}] {variants} built on the bench host {result.worker}")
-        said.append(f"{variants} built on the bench host {result.worker} for wall-clock figures alone ({why})")
-    return said
+class BenchHostLeft(PgolabError):
+    """The bench host, or a worker holding a build it waits for, left the cluster."""
 
 
-def _on_bench_host(client, task: BenchHostTask, address: str, future, say: Callable[[str], None],
-                   packs: dict | None = None):
-    """A task's result on the bench host, said who works on what every minute of quiet; ended with
-    what to do if the bench host, or a worker packing a build it waits for (`packs`), leaves."""
-    from distributed import wait
-    packs = packs or {}
-    while True:
-        try:
-            wait([future], timeout=NEWS_EVERY)
-            return future.result()
-        except TimeoutError:
-            present = workers_info(client)["workers"]
-            gone = [(where, build) for pack, (where, build) in packs.items() if not pack.done() and where not in present]
-            if address not in present or gone:
-                for pending in (future, *packs):
-                    pending.cancel()
-            if address not in present:
-                raise PgolabError(f"the bench host {task.host} ({address}) left the cluster",
-                                  hint="start it again and run the same command: its QPS run continues")
-            if gone:
-                raise PgolabError(f"the worker {gone[0][0]} left before packing {gone[0][1].label} for the bench host",
-                                  hint="run the same command again: its task is built again on a worker still there")
-            say(f"on the bench host {task.host}: {_busy(client)}")
+class _BenchHost:
+    """The client's side of the bench host: tasks pinned to it, the builds it receives (each packed on
+    the worker holding it and unpacked on the bench host as soon as it arrives, so a worker may go once
+    its build is across, and the packed bytes go once unpacked), and waits that end with what to do
+    when the bench host, or a worker whose build it has not received, leaves. Every key holds this
+    command's token: two commands on one scheduler, or a command and its rerun, share no task."""
 
+    def __init__(self, client, task: BenchHostTask, address: str, say: Callable[[str], None]):
+        self.client, self.task, self.address, self.say = client, task, address, say
+        self.token = uuid.uuid4().hex[:8]
+        self.packs: dict = {}          # pack future -> (worker, build), until its unpack is done
+        self.unpacks: dict = {}        # unpack future -> its pack future, until done
+        self.submitted: set = set()    # this command's futures still wanted, to cancel if it ends
 
-def _run_on_bench_host(client, task: BenchHostTask, address: str, chosen: list[tuple[str, BuildOnWorker]],
-                       command: str, say: Callable[[str], None]) -> ShareResult:
-    """Each chosen build packed by the worker that holds it, and the bench host's task, pinned to it,
-    given those packs: Dask sends them from worker to worker."""
-    say(f"the bench host {task.host} receives {len(chosen)} builds, each packed by the worker that built it: "
-        + ", ".join(sorted(build.label for _, build in chosen)))
-    packs = {client.submit(shipping.pack, build, workers=[where], allow_other_workers=False, pure=False,
-                           key=f"pgolab-pack-{build.label}-{build.digest[:12]}"): (where, build)
-             for where, build in chosen}
-    future = client.submit(bench_on_host, task, list(packs), command, workers=[address], allow_other_workers=False,
-                           pure=False, key=f"pgolab-{task.run_name}")
-    return _on_bench_host(client, task, address, future, say, packs)
+    def measure(self, shares_: list[Share], outcome: SharesOutcome, command: str) -> tuple[ShareResult, list[str]]:
+        """Every build's wall-clock figures in one run on the bench host; first, what it builds itself
+        (SharesOutcome.for_bench_host), one at a time, while the workers' builds travel to it. Returns
+        the run, and what the merged run's commands say of the bench host's own builds."""
+        bench_cpu = self.result(self.submit(cpu_model, key="cpu"))
+        again = outcome.for_bench_host(shares_, bench_cpu)
+        rebuilt = {v for share, _ in again for v in share.variants}
+        from_workers = [(where, b) for where, b in outcome.shipped([s.run_name for s in shares_])
+                        if b.label not in rebuilt]
+        self.say(f"the bench host {self.task.host} receives {len(from_workers)} builds, each packed by the worker "
+                 f"that built it: {', '.join(sorted(b.label for _, b in from_workers))}")
+        self.receive(from_workers)
+        said, notes = [], []
+        for i, (share, why) in enumerate(again, 1):
+            variants = ", ".join(share.variants)
+            self.say(f"[{i}/{len(again)}] building {variants} on the bench host {self.task.host} for wall-clock "
+                     f"figures alone ({why})")
+            try:
+                result: ShareResult = self.result(self.submit(build_for_bench_host, share, key=share.run_name))
+            except BenchHostLeft:
+                raise
+            except PgolabError as exc:     # the others are still measured
+                self.say(f"{variants} could not be built on the bench host: {exc.message}")
+                notes.append(f"{NOT_BUILT}{variants} on the bench host, whose build failed: {exc.message}")
+                continue
+            self.receive([(self.address, b) for b in result.builds])
+            said.append(f"{variants} built on the bench host {result.worker} for wall-clock figures alone ({why})")
+        unpacked = list(self.unpacks)
+        return self.result(self.submit(bench_on_host, self.task, unpacked, command, tuple(notes),
+                                       key=self.task.run_name)), said
+
+    def submit(self, function, *args, key: str, where: str = ""):
+        """A task pinned to the bench host (or to the worker `where`)."""
+        future = self.client.submit(function, *args, workers=[where or self.address], allow_other_workers=False,
+                                    pure=False, key=f"pgolab-{key}-{self.token}")
+        self.submitted.add(future)
+        return future
+
+    def receive(self, chosen: list[tuple[str, BuildOnWorker]]) -> None:
+        for where, build in chosen:
+            pack = self.submit(shipping.pack, build, key=f"pack-{build.label}", where=where)
+            self.packs[pack] = (where, build)
+            self.unpacks[self.submit(unpack_on_bench_host, pack, key=f"unpack-{build.label}")] = pack
+
+    def result(self, future):
+        """The future's result, said who works on what every minute of quiet."""
+        from distributed import wait
+        while True:
+            try:
+                wait([future], timeout=NEWS_EVERY)
+                return future.result()
+            except TimeoutError:
+                self._check()
+                self.say(f"on the bench host {self.task.host}: {_busy(self.client)}")
+
+    def _check(self) -> None:
+        """Lets go of each pack the bench host has unpacked; ends with what to do if the bench host,
+        or a worker whose build has not reached it, has left."""
+        for unpack, pack in self.unpacks.items():
+            if pack is not None and unpack.done():    # the tree is on the bench host's disk: its bytes can go
+                self.packs.pop(pack, None)
+                self.submitted.discard(pack)
+                self.unpacks[unpack] = None
+        present = workers_info(self.client)["workers"]
+        gone = [(where, build) for pack, (where, build) in self.packs.items()
+                if not pack.done() and where not in present]
+        if self.address in present and not gone:
+            return
+        for future in self.submitted:
+            future.cancel()
+        if self.address not in present:
+            raise BenchHostLeft(f"the bench host {self.task.host} ({self.address}) left the cluster",
+                                hint="start it again and run the same command: its QPS run continues")
+        where, build = gone[0]
+        raise BenchHostLeft(f"the worker {where} left before its build {build.label} reached the bench host",
+                            hint="start that worker again with the same PGOLAB_HOME and run the same command: it "
+                                 "packs the build then (elsewhere a PGO build is trained again: another binary, "
+                                 "which the stored run refuses)")
 
 
 def _busy(client) -> str:

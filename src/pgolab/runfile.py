@@ -19,6 +19,7 @@ import gzip
 import hashlib
 import json
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,19 +92,20 @@ def read(path: Path) -> dict:
     return decoded(data, str(path))
 
 
-def decoded(data: bytes, path: str) -> dict:
-    """A run file's content, checked against its format and its own digest; `path` names it in errors."""
+def decoded(data: bytes, path: str, hint: str = "") -> dict:
+    """A run file's content, checked against its format and its own digest; `path` names it in errors,
+    `hint` says what to do where the file did not come from `pgolab export`."""
     try:
         document = json.loads(gzip.decompress(data))
-    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise PgolabError(f"{path} is not a pgolab run file: {exc}", hint="give a file written by `pgolab export`")
+    except (OSError, EOFError, zlib.error, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise PgolabError(f"{path} is not a pgolab run file: {exc}", hint=hint or "give a file written by `pgolab export`")
     version = document.get("format") if isinstance(document, dict) else None
     if not isinstance(version, int) or version > FORMAT:
         raise PgolabError(f"{path} is a run file of format {version!r}; this pgolab reads up to {FORMAT}",
-                          hint="upgrade pgolab, or export the run again with this one")
+                          hint=hint or "upgrade pgolab, or export the run again with this one")
     if _content_digest(document.get("content", {})) != document.get("digest"):
         raise PgolabError(f"{path} does not match its own digest (truncated or edited)",
-                          hint="export the run again and copy the whole file")
+                          hint=hint or "export the run again and copy the whole file")
     return document["content"]
 
 

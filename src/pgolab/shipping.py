@@ -72,11 +72,11 @@ def pack(build: BuildOnWorker) -> PackedInstall:
                          record.as_dict(), buffer.getvalue(), Host.this().model())
 
 
-def foreign_native(packed: PackedInstall, here: str) -> str | None:
+def foreign_native(variant: str, built_on: str, here: str) -> str | None:
     """Why a build may not run as built on this CPU model: -march=native compiled for another one,
     whose instructions this CPU may lack (SIGILL) and which is not this CPU's native build anyway."""
-    if packed.built_on != here and parse(packed.record["variant"]).native:
-        return f"built with -march=native on {packed.built_on}, not on this host's {here}"
+    if built_on != here and parse(variant).native:
+        return f"built with -march=native on {built_on}, not on this host's {here}"
     return None
 
 
