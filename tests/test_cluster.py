@@ -31,7 +31,7 @@ from test_merge import ShardCost, ShardQps
 
 OPTIONS = BenchOptions(suite="quick", modes=("cost",), cost_write_repeats=2)
 SPEEDS = {"rel_o2nofp": 1.0, "rel_lto": 1.1, "rel_pgo_use": 1.4, "rel_pgo_use_bolt": 1.45, "rel_o2nofp_native": 1.02,
-          "rel_native_lto": 1.12, "rel_native": 1.01}
+          "rel_native_lto": 1.12, "rel_native": 1.01, "rel_clang": 0.95, "rel_lto_clang": 1.08, "rel_pgo_use_clang": 1.5}
 
 
 def fake_share(share: cluster.Share) -> cluster.ShareResult:
@@ -72,6 +72,64 @@ def test_one_task_per_build_each_read_against_its_own_base(local_cluster, tmp_pa
     assert any(re.search(r"\[2/2\] .* built and measured on a fake worker", line) for line in said), said
     # The client killed and the same command run again: nothing new, one merged run.
     assert cluster.run(local_cluster, shares, store, "m", "test", say=said.append).run_id == run_id
+
+
+def test_the_same_command_again_sends_each_task_back_to_the_worker_that_holds_its_work(
+        local_cluster, tmp_path, monkeypatch):
+    """Run again (the client killed), each task goes back to the worker whose home holds its builds
+    and run, not wherever Dask would put it: elsewhere a PGO build would be trained again, another
+    binary. The workers here share one process, so which worker holds what is read from a file."""
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    ran_on = tmp_path / "ran-on"
+
+    def share_saying_where(share):
+        with ran_on.open("a") as out:
+            out.write(f"{share.run_name} {cluster.worker_address()}\n")
+        return fake_share(share)
+
+    def held_by_file(shares_, dask_worker):     # Dask's client.run hands the worker to an argument of that name
+        here = dask_worker.address
+        return [name for name, where in (line.split() for line in ran_on.read_text().splitlines()) if where == here] \
+            if ran_on.exists() else []
+
+    monkeypatch.setattr(cluster, "run_share", share_saying_where)
+    monkeypatch.setattr(cluster, "held_here", held_by_file)
+    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use", "rel_clang", "rel_lto_clang",
+                                   "rel_pgo_use_clang")]
+    shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10), OPTIONS, "m", 2)
+    store = Store(tmp_path / "client.sqlite")
+    cluster.run(local_cluster, shares, store, "m", "test", say=print)
+    first = dict(line.split() for line in ran_on.read_text().splitlines())
+    assert len(first) == 5 and len(set(first.values())) == 2, "Dask spreads the tasks over both workers"
+    # Say the second worker holds the work of every task but one: Dask would spread them again.
+    with Client(local_cluster) as client:
+        one, two = (cluster.find_worker(cluster.workers_info(client), name) for name in ("0", "1"))
+    holders = {name: two for name in first} | {shares[0].run_name: one}
+    ran_on.write_text("".join(f"{name} {where}\n" for name, where in holders.items()))
+    said = []
+    cluster.run(local_cluster, shares, store, "m", "test", say=said.append)
+    again = dict(line.split() for line in ran_on.read_text().splitlines()[5:])
+    assert again == holders, (holders, again)
+    assert any(line.startswith("5 of 5 tasks go back to the workers that hold their work: ") for line in said), said
+
+
+def test_a_worker_says_which_tasks_its_home_holds_work_of(tmp_path, monkeypatch):
+    """A stored run of the task's name, or a finished build of one of its variants (not the base,
+    which every worker builds)."""
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    shares = cluster.shares([parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use", "rel_clang")], "rel_o2nofp",
+                            "postgresql", parse_train("mix", 10), OPTIONS, "m", 2)
+    assert cluster.held_here(shares) == []
+    for label in ("rel_o2nofp", "rel_lto"):
+        install = tmp_path / "home" / "builds" / "postgresql-15.18-abc" / label / "final" / "install"
+        install.mkdir(parents=True)
+        BuildRecord(label, label, "gcc", "postgresql", SourceInfo("/s", "15.18"), {}, {},
+                    str(install / "bin" / "postgres"), str(install), "/logs").save()
+    clang = next(s for s in shares if s.variants == ("rel_clang",))
+    result = fake_share(clang)         # its run, in a store of its own: not this home's
+    assert cluster.held_here(shares) == ["m-rel_lto"]
+    cluster.import_result(Store(tmp_path / "home" / "cluster-runs.sqlite"), result)
+    assert sorted(cluster.held_here(shares)) == ["m-rel_clang", "m-rel_lto"]
 
 
 def run_lto_and_pgo(scheduler: str, tmp_path):

@@ -14,8 +14,10 @@ it to each build worker that has not left it out, and notes it not built only wh
 A task builds its share and the base in the worker's home (the base once per worker: later tasks
 find it up to date), measures their cost there, and returns its run as a run file (runfile.py).
 The client imports each into its store as it arrives and merges them (merge.py), every build read
-against the base of its own task. Killed and run again, the same command continues: the workers'
-builds and runs are up to date or resume, and importing and merging twice changes nothing.
+against the base of its own task. Killed and run again, the same command continues: each task goes
+back to the worker whose home holds its work (elsewhere a PGO build would be trained again: another
+binary), where its builds and run are up to date or resume, and importing and merging twice changes
+nothing.
 
 Wall-clock QPS belongs to one machine, the bench host (`--bench-host`, one of the workers): with it,
 each task also names the builds it measured (shipping.BuildOnWorker), and once every task is done
@@ -111,6 +113,17 @@ def run_share(share: Share) -> ShareResult:
     builds = tuple(shipping.on_worker(b.record) for b in built if b.record) if share.ship else ()
     data, samples = runfile.exported(store, share.run_name)
     return ShareResult(share.run_name, data, worker, samples, address=worker_address(), builds=builds)
+
+
+def held_here(shares_: list[Share]) -> list[str]:
+    """On a worker: the shares (run names) this home holds work of, a stored run or a finished build
+    of one of its variants, which a command run again should send back here rather than elsewhere
+    (where a PGO build would be trained again: another binary, which the client's store refuses)."""
+    from .record import BuildRecord
+    store_path = paths.home() / "cluster-runs.sqlite"
+    runs = {r.name for r in Store(store_path).runs()} if store_path.exists() else set()
+    built = {r.label for r in BuildRecord.all()}
+    return [s.run_name for s in shares_ if s.run_name in runs or built & set(s.variants)]
 
 
 def build_for_bench_host(share: Share) -> ShareResult:
@@ -345,7 +358,10 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
         return client.submit(run_share, replace(share, ship=ship), resources={RESOURCE: 1}, pure=False, key=key,
                              **where)
 
-    futures = {submit(s, f"pgolab-{s.run_name}"): s for s in shares_}
+    held = _held(client, shares_, say)
+    futures = {submit(s, f"pgolab-{s.run_name}", **({"workers": held[s.run_name], "allow_other_workers": False}
+                                                    if s.run_name in held else {})): s for s in shares_}
+    pinned = {f: held[s.run_name] for f, s in futures.items() if s.run_name in held}   # back to its holders
     refused: dict[str, set[str]] = {}
     allowed: dict[object, list[str]] = {}     # a share sent on: the workers it may go to
     pending, done, outcome = set(futures), 0, SharesOutcome()
@@ -364,6 +380,14 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
         except TimeoutError:    # a minute without news: who works on what
             say(f"{done}/{len(shares_)} done; working: {_busy(client)}")
             present = set(build_workers(workers_info(client)))
+            for future in [f for f in pending if f in pinned and not present & set(pinned[f])]:
+                future.cancel()
+                pending.discard(future)
+                share = futures.pop(future)
+                again = submit(share, f"pgolab-{share.run_name}-anywhere")
+                futures[again] = share
+                pending.add(again)
+                say(f"{', '.join(share.variants)}: the workers holding its work left; sent to any worker")
             for future in [f for f in pending if f in allowed and not present & set(allowed[f])]:
                 future.cancel()
                 pending.discard(future)
@@ -396,6 +420,22 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
             say(f"[{done}/{len(shares_)}] {variants} built and measured on {result.worker}: {result.samples} "
                 f"samples ({imported.samples_added} new here)")
     return outcome
+
+
+def _held(client, shares_: list[Share], say: Callable[[str], None]) -> dict[str, list[str]]:
+    """Each share some build worker holds work of (held_here), with those workers: its task goes
+    back there and nowhere else (a strict restriction) while one of them is in the cluster; once none
+    is, the client sends it to any worker."""
+    answers = client.run(held_here, shares_, workers=build_workers(workers_info(client)), on_error="return")
+    held: dict[str, list[str]] = {}
+    for address, names in answers.items():
+        for name in names if isinstance(names, list) else ():   # a worker that could not answer holds nothing
+            held.setdefault(name, []).append(address)
+    if held:
+        variants = {s.run_name: ", ".join(s.variants) for s in shares_}
+        say(f"{len(held)} of {len(shares_)} tasks go back to the workers that hold their work: "
+            + "; ".join(f"{variants[name]} to {', '.join(sorted(w))}" for name, w in held.items()))
+    return held
 
 
 class BenchHostLeft(PgolabError):
