@@ -113,6 +113,41 @@ def test_the_same_command_again_sends_each_task_back_to_the_worker_that_holds_it
     assert any(line.startswith("5 of 5 tasks go back to the workers that hold their work: ") for line in said), said
 
 
+def test_a_task_whose_holders_have_left_goes_to_any_worker(local_cluster, tmp_path, monkeypatch):
+    """Held by one worker that then leaves the cluster (here: the client stops seeing it among the build
+    workers), a task waiting for it is sent to any worker, and the run completes."""
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(cluster, "NEWS_EVERY", 0.2)
+
+    def slow_share(share):
+        time.sleep(0.5)
+        return fake_share(share)
+
+    with Client(local_cluster) as client:
+        holder = cluster.find_worker(cluster.workers_info(client), "1")
+    left = tmp_path / "left"     # the holder, once it has said what it holds (a file: Dask copies functions)
+
+    def held_then_leave(shares_, dask_worker):
+        if dask_worker.address != holder:
+            return []
+        left.write_text(holder)
+        return [s.run_name for s in shares_]
+
+    build_workers = cluster.build_workers
+    monkeypatch.setattr(cluster, "run_share", slow_share)
+    monkeypatch.setattr(cluster, "held_here", held_then_leave)
+    monkeypatch.setattr(cluster, "build_workers", lambda info: [
+        w for w in build_workers(info) if not left.exists() or w != left.read_text()])
+    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use", "rel_clang")]
+    shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10), OPTIONS, "m", 2)
+    said = []
+    run_id = cluster.run(local_cluster, shares, Store(tmp_path / "client.sqlite"), "m", "test", say=said.append).run_id
+    assert any(line.startswith("3 of 3 tasks go back to the workers that hold their work") for line in said), said
+    assert any(line.endswith(": the workers holding its work left; sent to any worker") for line in said), said
+    assert {r["build"] for r in report.compute(Store(tmp_path / "client.sqlite"), run_id).table("builds").rows} == \
+        {"rel_lto", "rel_pgo_use", "rel_clang"}
+
+
 def test_a_worker_says_which_tasks_its_home_holds_work_of(tmp_path, monkeypatch):
     """A stored run of the task's name, or a finished build of one of its variants (not the base,
     which every worker builds)."""
