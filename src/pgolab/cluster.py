@@ -20,14 +20,14 @@ binary), where its builds and run are up to date or resume, and importing and me
 nothing.
 
 Wall-clock QPS belongs to one machine, the bench host (`--bench-host`, one of the workers): with it,
-each task also names the builds it measured (shipping.BuildOnWorker), and once every task is done
-the client picks one build of each label, has the worker that holds it pack its install tree, and
-one last task, pinned to the bench host, takes those packs straight from the workers (Dask moves
-them worker to worker: a MariaDB tree is far too large to pass through the client for each of 23
-builds), unpacks them (checked by digest) and measures every build's QPS against the base in one
-run, which the client imports beside the merged cost run. Before that, the bench host builds itself,
-for wall-clock figures alone, a share no worker could cost-measure and a -march=native share built on
-another CPU model (it may not run on the bench host, and it is not that CPU's native build).
+each task also names the builds it measured (shipping.BuildOnWorker); once every task is done and
+the cost run is merged, the client picks one build of each label, has the worker that holds it pack
+its install tree and the bench host unpack it as it arrives (Dask moves it worker to worker, never
+through the client; checked by digest). Meanwhile the bench host builds itself, for wall-clock
+figures alone, a share no worker could cost-measure and any -march=native build, the base included,
+made on another CPU model (it may not run on the bench host, and it is not that CPU's native build).
+One last task there measures every build's QPS against the base in one run, which the client
+imports beside the merged cost run.
 Without it, a cluster run asked for QPS is refused with that option named.
 """
 
@@ -127,8 +127,8 @@ def held_here(shares_: list[Share]) -> list[str]:
 
 
 def build_for_bench_host(share: Share) -> ShareResult:
-    """On the bench host: build a share's variants (not the base: the workers send theirs) for
-    wall-clock figures alone, and name the builds."""
+    """On the bench host: build a share's variants for wall-clock figures alone (the base only when
+    the client asks, as a share of its own), and name the builds."""
     request = _matrix_request(share)
     built = matrix.build_all(request, request.variants, _QuietMatrix())
     return ShareResult(share.run_name, b"", this_worker(), 0, address=worker_address(),
