@@ -49,6 +49,17 @@ def fake_share(share: cluster.Share) -> cluster.ShareResult:
     return cluster.ShareResult(share.run_name, (work / "run.gz").read_bytes(), "a fake worker", 0)
 
 
+REAL_HELD_HERE = cluster.held_here
+
+
+@pytest.fixture(autouse=True)
+def every_worker_holds_every_task(monkeypatch):
+    """The fake tasks leave nothing in a worker's home, which real ones do: say every worker holds the
+    work of every task (no restriction), so that a command run again finds its builds (a test of
+    held_here's rule sets its own)."""
+    monkeypatch.setattr(cluster, "held_here", lambda shares_: [s.run_name for s in shares_])
+
+
 @pytest.fixture
 def local_cluster():
     from distributed import LocalCluster
@@ -154,7 +165,7 @@ def test_a_worker_says_which_tasks_its_home_holds_work_of(tmp_path, monkeypatch)
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
     shares = cluster.shares([parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use", "rel_clang")], "rel_o2nofp",
                             "postgresql", parse_train("mix", 10), OPTIONS, "m", 2)
-    assert cluster.held_here(shares) == []
+    assert REAL_HELD_HERE(shares) == []
     for label in ("rel_o2nofp", "rel_lto"):
         install = tmp_path / "home" / "builds" / "postgresql-15.18-abc" / label / "final" / "install"
         install.mkdir(parents=True)
@@ -162,9 +173,9 @@ def test_a_worker_says_which_tasks_its_home_holds_work_of(tmp_path, monkeypatch)
                     str(install / "bin" / "postgres"), str(install), "/logs").save()
     clang = next(s for s in shares if s.variants == ("rel_clang",))
     result = fake_share(clang)         # its run, in a store of its own: not this home's
-    assert cluster.held_here(shares) == ["m-rel_lto"]
+    assert REAL_HELD_HERE(shares) == ["m-rel_lto"]
     cluster.import_result(Store(tmp_path / "home" / "cluster-runs.sqlite"), result)
-    assert sorted(cluster.held_here(shares)) == ["m-rel_clang", "m-rel_lto"]
+    assert sorted(REAL_HELD_HERE(shares)) == ["m-rel_clang", "m-rel_lto"]
 
 
 def run_lto_and_pgo(scheduler: str, tmp_path):
@@ -403,6 +414,47 @@ def test_the_bench_host_builds_for_qps_what_no_worker_measured_and_a_native_buil
     assert len(seen.read_text().splitlines()) == 4
 
 
+def test_a_task_measured_before_whose_worker_is_gone_keeps_its_cost_and_is_built_on_the_bench_host_for_qps(
+        local_cluster, tmp_path, monkeypatch, bench_host_fakes):
+    """Run again after every worker that measured the tasks left (no worker holds their work): the
+    client keeps their imported cost runs instead of building them elsewhere (a PGO build there would
+    be another binary), and the bench host builds them, and the base, for QPS."""
+    seen, _ = bench_host_fakes
+    rebuilt = tmp_path / "rebuilt"
+
+    def fake_build_here(share):
+        with rebuilt.open("a") as out:
+            out.write(" ".join(share.variants) + "\n")
+        return cluster.ShareResult(share.run_name, b"", cluster.this_worker(), 0, address=cluster.worker_address(),
+                                   builds=fake_builds(share.variants))
+
+    monkeypatch.setattr(cluster, "build_for_bench_host", fake_build_here)
+    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use")]
+    shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10),
+                            cluster.worker_options(BOTH), "m", 2)
+    store = Store(tmp_path / "client.sqlite")
+    on_host = cluster.bench_host_task("1", "rel_o2nofp", BOTH, "m")
+    first = cluster.run(local_cluster, shares, store, "m", "test", say=print, bench=on_host)
+    assert not rebuilt.exists()
+    tasks = tmp_path / "tasks"
+
+    def no_task_expected(share):
+        tasks.write_text(share.run_name)
+        return shipping_share(share)
+
+    monkeypatch.setattr(cluster, "held_here", lambda shares_: [])
+    monkeypatch.setattr(cluster, "run_share", no_task_expected)
+    said = []
+    again = cluster.run(local_cluster, shares, store, "m", "test", say=said.append, bench=on_host)
+    assert again.run_id == first.run_id and not tasks.exists(), "the cost runs kept, no task sent"
+    assert sum(line.endswith("and no worker in the cluster holds its builds: its cost run is kept")
+               for line in said) == 2, said
+    assert sorted(rebuilt.read_text().split()) == ["rel_lto", "rel_o2nofp", "rel_pgo_use"]
+    assert any("building rel_o2nofp on the bench host 1 for wall-clock figures alone (no worker in the cluster "
+               "holds a build of it)" in line for line in said), said
+    assert len(seen.read_text().splitlines()) == 3
+
+
 def test_what_the_bench_host_builds_itself_a_native_base_of_another_cpu_too():
     """Pure logic: a share no worker built, a -march=native build of another CPU model (one per
     share, however many it holds), and the base when it is such a build; nothing for builds of the
@@ -419,7 +471,7 @@ def test_what_the_bench_host_builds_itself_a_native_base_of_another_cpu_too():
         "m-rel_native_lto": ("w1", (built("rel_o2nofp_native", other), built("rel_native_lto", other))),
         "m-rel_lto": ("w2", (built("rel_o2nofp_native", here), built("rel_lto", other))),
         "m-rel_native": ("w2", (built("rel_o2nofp_native", here), built("rel_native", here)))},
-        left_out={"m-rel_clang": "which a fake worker could not measure"})
+        no_build={"m-rel_clang": "not built by the workers, which a fake worker could not measure"})
     again = outcome.for_bench_host(native_base, here)
     assert [(s.variants, why.split(" on ")[0]) for s, why in again] == [
         (("rel_native_lto",), "built with -march=native"),

@@ -317,7 +317,7 @@ class SharesOutcome:
     not_built: list[str] = field(default_factory=list)        # the merged run's notes of the others
     builds: dict[str, tuple[str, tuple[BuildOnWorker, ...]]] = field(default_factory=dict)  # by share run
     # name: the worker's address and what it built
-    left_out: dict[str, str] = field(default_factory=dict)    # share run name -> why no worker built it
+    no_build: dict[str, str] = field(default_factory=dict)    # share run name -> why no worker has its build
 
     def shipped(self, order: list[str]) -> list[tuple[str, BuildOnWorker]]:
         """What the bench host receives, and from which worker: each label once, the shares taken in
@@ -331,19 +331,22 @@ class SharesOutcome:
         return list(chosen.values())
 
     def for_bench_host(self, shares_: list[Share], bench_cpu: str) -> list[tuple[Share, str]]:
-        """What the bench host builds itself for wall-clock figures, with why: a share no worker
-        built, and a -march=native build (the base too) that the workers built on another CPU model."""
+        """What the bench host builds itself for wall-clock figures, with why: a share no worker has a
+        build of, and a -march=native build that the workers made on another CPU model; the base too,
+        where no worker has one or it is such a build."""
         chosen = dict((b.label, b) for _, b in self.shipped([s.run_name for s in shares_]))
         out = []
         for share in shares_:
             foreign = {why for v in share.variants if v in chosen
                        and (why := shipping.foreign_native(v, chosen[v].built_on, bench_cpu))}
-            if share.run_name in self.left_out:
-                out.append((share, f"not built by the workers, {self.left_out[share.run_name]}"))
+            if share.run_name in self.no_build:
+                out.append((share, self.no_build[share.run_name]))
             elif foreign:
                 out.append((share, "; ".join(sorted(foreign))))
         base = shares_[0].base if shares_ else ""
-        if base in chosen and (why := shipping.foreign_native(base, chosen[base].built_on, bench_cpu)):
+        why = shipping.foreign_native(base, chosen[base].built_on, bench_cpu) if base in chosen else \
+            "no worker in the cluster holds a build of it"
+        if base and why:
             out.append((replace(shares_[0], variants=(base,), run_name=f"{shares_[0].run_name}-base"), why))
         return out
 
@@ -359,12 +362,22 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
                              **where)
 
     held = _held(client, shares_, say)
+    pending, done, outcome = set(), 0, SharesOutcome()
+    for share in [s for s in shares_ if s.run_name not in held and store.run(s.run_name) is not None]:
+        # Measured and imported before, and no worker holds its builds now (gone with its worker): its
+        # cost stands; built anywhere else, a PGO build would be another binary.
+        done += 1
+        outcome.measured.append(share.run_name)
+        outcome.no_build[share.run_name] = "its builds left with the worker that measured them"
+        say(f"[{done}/{len(shares_)}] {', '.join(share.variants)}: measured before (run {share.run_name} in this "
+            f"store), and no worker in the cluster holds its builds: its cost run is kept")
     futures = {submit(s, f"pgolab-{s.run_name}", **({"workers": held[s.run_name], "allow_other_workers": False}
-                                                    if s.run_name in held else {})): s for s in shares_}
+                                                    if s.run_name in held else {})): s
+               for s in shares_ if s.run_name not in outcome.measured}
     pinned = {f: held[s.run_name] for f, s in futures.items() if s.run_name in held}   # back to its holders
     refused: dict[str, set[str]] = {}
     allowed: dict[object, list[str]] = {}     # a share sent on: the workers it may go to
-    pending, done, outcome = set(futures), 0, SharesOutcome()
+    pending = set(futures)
 
     def not_built(share: Share, which: str) -> None:
         nonlocal done
@@ -372,7 +385,7 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
         variants = ', '.join(share.variants)
         say(f"[{done}/{len(shares_)}] {variants} not built, {which}")
         outcome.not_built.append(f"{NOT_BUILT}{variants}, {which}")
-        outcome.left_out[share.run_name] = which
+        outcome.no_build[share.run_name] = f"not built by the workers, {which}"
 
     while pending:
         try:
@@ -531,9 +544,9 @@ class _BenchHost:
                                 hint="start it again and run the same command: its QPS run continues")
         where, build = gone[0]
         raise BenchHostLeft(f"the worker {where} left before its build {build.label} reached the bench host",
-                            hint="start that worker again with the same PGOLAB_HOME and run the same command: it "
-                                 "packs the build then (elsewhere a PGO build is trained again: another binary, "
-                                 "which the stored run refuses)")
+                            hint="start that worker again with the same PGOLAB_HOME and run the same command: "
+                                 "it sends its build then; without it, the same command keeps the cost run and "
+                                 "the bench host builds its own for QPS")
 
 
 def _busy(client) -> str:
