@@ -2,6 +2,7 @@
 task's work is a fake cost measure (no build), in the slow one pgolab's own builds of PostgreSQL."""
 
 import functools
+import hashlib
 import os
 import re
 import shutil
@@ -52,12 +53,18 @@ def fake_share(share: cluster.Share) -> cluster.ShareResult:
 REAL_HELD_HERE = cluster.held_here
 
 
+def fake_binaries(share: cluster.Share) -> tuple[str, ...]:
+    """What a fake task's run measured, as held_here says it: each fake binary holds its label."""
+    return tuple(sorted(f"{label}={hashlib.sha256(label.encode()).hexdigest()}"
+                        for label in (share.base, *share.variants)))
+
+
 @pytest.fixture(autouse=True)
 def every_worker_holds_every_task(monkeypatch):
     """The fake tasks leave nothing in a worker's home, which real ones do: say every worker holds the
-    work of every task (no restriction), so that a command run again finds its builds (a test of
-    held_here's rule sets its own)."""
-    monkeypatch.setattr(cluster, "held_here", lambda shares_: [s.run_name for s in shares_])
+    run of every task, with the fake binaries (no restriction in effect), so that a command run again
+    finds its builds (a test of held_here's rule sets its own)."""
+    monkeypatch.setattr(cluster, "held_here", lambda shares_: {s.run_name: fake_binaries(s) for s in shares_})
 
 
 @pytest.fixture
@@ -100,8 +107,9 @@ def test_the_same_command_again_sends_each_task_back_to_the_worker_that_holds_it
 
     def held_by_file(shares_, dask_worker):     # Dask's client.run hands the worker to an argument of that name
         here = dask_worker.address
-        return [name for name, where in (line.split() for line in ran_on.read_text().splitlines()) if where == here] \
-            if ran_on.exists() else []
+        mine = {name for name, where in (line.split() for line in ran_on.read_text().splitlines()) if where == here} \
+            if ran_on.exists() else set()
+        return {s.run_name: fake_binaries(s) for s in shares_ if s.run_name in mine}
 
     monkeypatch.setattr(cluster, "run_share", share_saying_where)
     monkeypatch.setattr(cluster, "held_here", held_by_file)
@@ -124,14 +132,21 @@ def test_the_same_command_again_sends_each_task_back_to_the_worker_that_holds_it
     assert any(line.startswith("5 of 5 tasks go back to the workers that hold their work: ") for line in said), said
 
 
-def test_a_task_whose_holders_have_left_goes_to_any_worker(local_cluster, tmp_path, monkeypatch):
-    """Held by one worker that then leaves the cluster (here: the client stops seeing it among the build
-    workers), a task waiting for it is sent to any worker, and the run completes."""
+def test_a_task_imported_before_whose_holder_leaves_keeps_its_cost_run(local_cluster, tmp_path, monkeypatch):
+    """Run again, a task this store imported goes back to the worker holding that very run (the same
+    binaries), nowhere else; when that worker leaves the cluster before measuring it (here: the client
+    stops seeing it among the build workers), its cost run is kept, not built elsewhere (a PGO build
+    there would be another binary, which the store refuses)."""
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use", "rel_clang")]
+    shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10), OPTIONS, "m", 2)
+    store = Store(tmp_path / "client.sqlite")
+    monkeypatch.setattr(cluster, "run_share", fake_share)
+    first = cluster.run(local_cluster, shares, store, "m", "test", say=print)
     monkeypatch.setattr(cluster, "NEWS_EVERY", 0.2)
 
     def slow_share(share):
-        time.sleep(0.5)
+        time.sleep(1)
         return fake_share(share)
 
     with Client(local_cluster) as client:
@@ -140,32 +155,31 @@ def test_a_task_whose_holders_have_left_goes_to_any_worker(local_cluster, tmp_pa
 
     def held_then_leave(shares_, dask_worker):
         if dask_worker.address != holder:
-            return []
+            return {}
         left.write_text(holder)
-        return [s.run_name for s in shares_]
+        return {s.run_name: fake_binaries(s) for s in shares_}
 
     build_workers = cluster.build_workers
     monkeypatch.setattr(cluster, "run_share", slow_share)
     monkeypatch.setattr(cluster, "held_here", held_then_leave)
     monkeypatch.setattr(cluster, "build_workers", lambda info: [
         w for w in build_workers(info) if not left.exists() or w != left.read_text()])
-    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use", "rel_clang")]
-    shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10), OPTIONS, "m", 2)
     said = []
-    run_id = cluster.run(local_cluster, shares, Store(tmp_path / "client.sqlite"), "m", "test", say=said.append).run_id
+    again = cluster.run(local_cluster, shares, store, "m", "test", say=said.append)
     assert any(line.startswith("3 of 3 tasks go back to the workers that hold their work") for line in said), said
-    assert any(line.endswith(": the workers holding its work left; sent to any worker") for line in said), said
-    assert {r["build"] for r in report.compute(Store(tmp_path / "client.sqlite"), run_id).table("builds").rows} == \
-        {"rel_lto", "rel_pgo_use", "rel_clang"}
+    kept = [line for line in said if line.endswith("and no worker in the cluster holds its builds: its cost run is kept")]
+    assert kept, said
+    assert again.run_id == first.run_id and {r["build"] for r in report.compute(store, again.run_id)
+                                             .table("builds").rows} == {"rel_lto", "rel_pgo_use", "rel_clang"}
 
 
-def test_a_worker_says_which_tasks_its_home_holds_work_of(tmp_path, monkeypatch):
-    """A stored run of the task's name, or a finished build of one of its variants (not the base,
-    which every worker builds)."""
+def test_a_worker_says_which_tasks_its_home_holds_a_run_of_with_its_binaries(tmp_path, monkeypatch):
+    """A stored run of the task's name in the worker's cluster store, with what it measured; a build
+    alone (as the bench host makes for QPS) is not a task's work."""
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
     shares = cluster.shares([parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use", "rel_clang")], "rel_o2nofp",
                             "postgresql", parse_train("mix", 10), OPTIONS, "m", 2)
-    assert REAL_HELD_HERE(shares) == []
+    assert REAL_HELD_HERE(shares) == {}
     for label in ("rel_o2nofp", "rel_lto"):
         install = tmp_path / "home" / "builds" / "postgresql-15.18-abc" / label / "final" / "install"
         install.mkdir(parents=True)
@@ -173,9 +187,9 @@ def test_a_worker_says_which_tasks_its_home_holds_work_of(tmp_path, monkeypatch)
                     str(install / "bin" / "postgres"), str(install), "/logs").save()
     clang = next(s for s in shares if s.variants == ("rel_clang",))
     result = fake_share(clang)         # its run, in a store of its own: not this home's
-    assert REAL_HELD_HERE(shares) == ["m-rel_lto"]
+    assert REAL_HELD_HERE(shares) == {}
     cluster.import_result(Store(tmp_path / "home" / "cluster-runs.sqlite"), result)
-    assert sorted(REAL_HELD_HERE(shares)) == ["m-rel_clang", "m-rel_lto"]
+    assert REAL_HELD_HERE(shares) == {"m-rel_clang": fake_binaries(clang)}
 
 
 def run_lto_and_pgo(scheduler: str, tmp_path):

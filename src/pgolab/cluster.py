@@ -14,10 +14,11 @@ it to each build worker that has not left it out, and notes it not built only wh
 A task builds its share and the base in the worker's home (the base once per worker: later tasks
 find it up to date), measures their cost there, and returns its run as a run file (runfile.py).
 The client imports each into its store as it arrives and merges them (merge.py), every build read
-against the base of its own task. Killed and run again, the same command continues: each task goes
-back to the worker whose home holds its work (elsewhere a PGO build would be trained again: another
-binary), where its builds and run are up to date or resume, and importing and merging twice changes
-nothing.
+against the base of its own task. Killed and run again, the same command continues: a task the
+client imported goes back only to a worker whose store holds that very run (elsewhere a PGO build
+would be trained again: another binary), and where none is left its imported cost run is kept; a
+task not imported yet is preferred where its run was started. Builds and runs there are up to date
+or resume, and importing and merging twice changes nothing.
 
 Wall-clock QPS belongs to one machine, the bench host (`--bench-host`, one of the workers): with it,
 each task also names the builds it measured (shipping.BuildOnWorker); once every task is done and
@@ -115,15 +116,25 @@ def run_share(share: Share) -> ShareResult:
     return ShareResult(share.run_name, data, worker, samples, address=worker_address(), builds=builds)
 
 
-def held_here(shares_: list[Share]) -> list[str]:
-    """On a worker: the shares (run names) this home holds work of, a stored run or a finished build
-    of one of its variants, which a command run again should send back here rather than elsewhere
-    (where a PGO build would be trained again: another binary, which the client's store refuses)."""
-    from .record import BuildRecord
+def held_here(shares_: list[Share]) -> dict[str, tuple[str, ...]]:
+    """On a worker: each share whose run (a task's, not a build the bench host made for QPS) this
+    home's store holds, with that run's binaries ("label=sha256"), so that the same command run again
+    sends it back here rather than elsewhere, where a PGO build would be trained again."""
     store_path = paths.home() / "cluster-runs.sqlite"
-    runs = {r.name for r in Store(store_path).runs()} if store_path.exists() else set()
-    built = {r.label for r in BuildRecord.all()}
-    return [s.run_name for s in shares_ if s.run_name in runs or built & set(s.variants)]
+    if not store_path.exists():
+        return {}
+    store = Store(store_path)
+    try:
+        runs = {share.run_name: store.run(share.run_name) for share in shares_}
+        return {name: run_binaries(store, run.id) for name, run in runs.items() if run is not None}
+    finally:
+        store.close()
+
+
+def run_binaries(store: Store, run_id: int) -> tuple[str, ...]:
+    """What a run measured, as "label=sha256", sorted: two runs of one name that agree on it measured
+    the same binaries."""
+    return tuple(sorted(f"{t.label}={t.binary_digest}" for t in store.targets(run_id)))
 
 
 def build_for_bench_host(share: Share) -> ShareResult:
@@ -361,20 +372,25 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
         return client.submit(run_share, replace(share, ship=ship), resources={RESOURCE: 1}, pure=False, key=key,
                              **where)
 
-    held = _held(client, shares_, say)
-    pending, done, outcome = set(), 0, SharesOutcome()
-    for share in [s for s in shares_ if s.run_name not in held and store.run(s.run_name) is not None]:
-        # Measured and imported before, and no worker holds its builds now (gone with its worker): its
-        # cost stands; built anywhere else, a PGO build would be another binary.
+    holders = _held(client, shares_, store, say)
+    done, outcome = 0, SharesOutcome()
+
+    def keep_cost(share: Share) -> None:
+        """Measured and imported before, and no worker in the cluster holds those builds now: its cost
+        run stands; built anywhere else, a PGO build would be another binary."""
+        nonlocal done
         done += 1
         outcome.measured.append(share.run_name)
         outcome.no_build[share.run_name] = "its builds left with the worker that measured them"
         say(f"[{done}/{len(shares_)}] {', '.join(share.variants)}: measured before (run {share.run_name} in this "
             f"store), and no worker in the cluster holds its builds: its cost run is kept")
-    futures = {submit(s, f"pgolab-{s.run_name}", **({"workers": held[s.run_name], "allow_other_workers": False}
-                                                    if s.run_name in held else {})): s
+
+    for share in shares_:
+        if share.run_name not in holders.imported and store.run(share.run_name) is not None:
+            keep_cost(share)
+    futures = {submit(s, f"pgolab-{s.run_name}", **holders.restriction(s.run_name)): s
                for s in shares_ if s.run_name not in outcome.measured}
-    pinned = {f: held[s.run_name] for f, s in futures.items() if s.run_name in held}   # back to its holders
+    pinned = {f: holders.imported[s.run_name] for f, s in futures.items() if s.run_name in holders.imported}
     refused: dict[str, set[str]] = {}
     allowed: dict[object, list[str]] = {}     # a share sent on: the workers it may go to
     pending = set(futures)
@@ -396,11 +412,7 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
             for future in [f for f in pending if f in pinned and not present & set(pinned[f])]:
                 future.cancel()
                 pending.discard(future)
-                share = futures.pop(future)
-                again = submit(share, f"pgolab-{share.run_name}-anywhere")
-                futures[again] = share
-                pending.add(again)
-                say(f"{', '.join(share.variants)}: the workers holding its work left; sent to any worker")
+                keep_cost(futures.pop(future))
             for future in [f for f in pending if f in allowed and not present & set(allowed[f])]:
                 future.cancel()
                 pending.discard(future)
@@ -409,8 +421,12 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
             continue
         for future in finished:
             result: ShareResult = future.result()
-            share = futures.pop(future)    # its result, and the install trees in it, can go
+            share = futures.pop(future)    # its result can go
+            back_to_holder = pinned.pop(future, None) is not None
             variants = ', '.join(share.variants)
+            if result.left_out and back_to_holder:    # sent on, another worker would build another binary
+                keep_cost(share)
+                continue
             if result.left_out:
                 tried = refused.setdefault(share.run_name, set())
                 tried.add(result.address)
@@ -435,20 +451,44 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
     return outcome
 
 
-def _held(client, shares_: list[Share], say: Callable[[str], None]) -> dict[str, list[str]]:
-    """Each share some build worker holds work of (held_here), with those workers: its task goes
-    back there and nowhere else (a strict restriction) while one of them is in the cluster; once none
-    is, the client sends it to any worker."""
+@dataclass
+class Holders:
+    """Where each share's earlier work is (held_here, asked of every build worker): `imported`, the
+    workers whose run is the very run this store imported (the same binaries), to which its task
+    goes back and nowhere else; `started`, for a run not imported yet, the workers that have one,
+    which Dask prefers (a loose restriction: elsewhere means building again, not a refusal)."""
+    imported: dict[str, list[str]] = field(default_factory=dict)
+    started: dict[str, list[str]] = field(default_factory=dict)
+
+    def restriction(self, run_name: str) -> dict:
+        if run_name in self.imported:
+            return {"workers": self.imported[run_name], "allow_other_workers": False}
+        if run_name in self.started:
+            return {"workers": self.started[run_name], "allow_other_workers": True}
+        return {}
+
+
+def _held(client, shares_: list[Share], store: Store, say: Callable[[str], None]) -> Holders:
     answers = client.run(held_here, shares_, workers=build_workers(workers_info(client)), on_error="return")
-    held: dict[str, list[str]] = {}
-    for address, names in answers.items():
-        for name in names if isinstance(names, list) else ():   # a worker that could not answer holds nothing
-            held.setdefault(name, []).append(address)
-    if held:
-        variants = {s.run_name: ", ".join(s.variants) for s in shares_}
-        say(f"{len(held)} of {len(shares_)} tasks go back to the workers that hold their work: "
-            + "; ".join(f"{variants[name]} to {', '.join(sorted(w))}" for name, w in held.items()))
-    return held
+    mute = sorted(address for address, held in answers.items() if not isinstance(held, dict))
+    if mute:
+        say(f"{', '.join(mute)} could not say which tasks they hold ({answers[mute[0]]!r}): taken to hold none")
+    holders = Holders()
+    for share in shares_:
+        here = store.run(share.run_name)
+        ours = run_binaries(store, here.id) if here else None
+        for address, held in answers.items():
+            if isinstance(held, dict) and share.run_name in held:
+                if ours is None:
+                    holders.started.setdefault(share.run_name, []).append(address)
+                elif tuple(held[share.run_name]) == ours:
+                    holders.imported.setdefault(share.run_name, []).append(address)
+    variants = {s.run_name: ", ".join(s.variants) for s in shares_}
+    back = {**holders.started, **holders.imported}
+    if back:
+        say(f"{len(back)} of {len(shares_)} tasks go back to the workers that hold their work: "
+            + "; ".join(f"{variants[name]} to {', '.join(sorted(w))}" for name, w in back.items()))
+    return holders
 
 
 class BenchHostLeft(PgolabError):
