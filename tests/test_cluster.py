@@ -567,6 +567,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def native_cost_here() -> bool:
+    """Whether cost mode can measure a -march=native build on this CPU (not with AVX-512)."""
+    from pgolab.measures import COST
+    return COST.variant_unavailable(parse("rel_o2nofp_native")) is None
+
+
 @pytest.mark.slow
 @long_test("builds PostgreSQL five times on two workers (29 min here beside another test, before the fifth)")
 def test_a_postgresql_matrix_on_a_scheduler_and_two_workers_with_homes_of_their_own():
@@ -576,7 +582,8 @@ def test_a_postgresql_matrix_on_a_scheduler_and_two_workers_with_homes_of_their_
     their cost, which a one-host cost run of the same binaries matches within cost's bound; QPS on
     the bench host w1, which receives every build's install tree from the worker that built it, builds
     itself the -march=native one no worker could cost-measure (on AVX-512), and measures them all
-    there. The two homes are of different depths and the workers compile without ccache, so
+    there; the same command again sends each task back to the worker holding its run and measures
+    nothing anew. The two homes are of different depths and the workers compile without ccache, so
     the two bases are two builds of one source in two places: they must be the same binary, bit for
     bit (issue 30)."""
     dask = shutil.which("dask", path=str(Path(sys.executable).parent)) or shutil.which("dask")
@@ -603,20 +610,25 @@ def test_a_postgresql_matrix_on_a_scheduler_and_two_workers_with_homes_of_their_
                                            "--resources", "build=1", "--no-dashboard", "--name", f"w{i}"],
                                           env=env, stdout=open(logs / f"worker{i}.log", "w"), stderr=subprocess.STDOUT))
         time.sleep(5)
-        result = subprocess.run([sys.executable, "-m", "pgolab", "matrix", "postgresql", "--variants",
-                                 "rel_o2nofp,rel_o2nofp_native,rel_o2nofp_clang,rel_o2nofp_lto", "--measure", "cost,qps",
-                                 "--suite", "quick", "--cost-scale", "0.1", "--instances", "1", "--blocks", "2",
-                                 "--seconds", "1", "--cluster", address, "--bench-host", "w1", "--run", "ci-cluster",
-                                 "--store", str(tmp_path / "client.sqlite")],
-                                capture_output=True, text=True, timeout=3600,
-                                env={**os.environ, "PGOLAB_HOME": str(tmp_path / "client")})
+        matrix = [sys.executable, "-m", "pgolab", "matrix", "postgresql", "--variants",
+                  "rel_o2nofp,rel_o2nofp_native,rel_o2nofp_clang,rel_o2nofp_lto", "--measure", "cost,qps",
+                  "--suite", "quick", "--cost-scale", "0.1", "--instances", "1", "--blocks", "2",
+                  "--seconds", "1", "--cluster", address, "--bench-host", "w1", "--run", "ci-cluster",
+                  "--store", str(tmp_path / "client.sqlite")]
+        client_env = {**os.environ, "PGOLAB_HOME": str(tmp_path / "client")}
+        result = subprocess.run(matrix, capture_output=True, text=True, timeout=3600, env=client_env)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:] + \
             "".join(f"\n{p.name}:\n" + p.read_text()[-2000:] for p in sorted(logs.glob("*.log")))
+        # The same command again: each task back to the worker holding its run, nothing built or measured anew.
+        again = subprocess.run(matrix, capture_output=True, text=True, timeout=1800, env=client_env)
+        said_again = " ".join(again.stderr.split())
+        assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+        measured = 2 + native_cost_here()
+        assert f"{measured} of 3 tasks go back to the workers that hold their work" in said_again, said_again[-3000:]
+        assert said_again.count("(0 new here)") == measured + 1, said_again[-3000:]
         assert "[3/3]" in result.stderr and "rel_o2nofp_clang" in result.stdout
         # A worker on a CPU with AVX-512 does not build a -march=native share it cannot measure in cost.
-        from pgolab.measures import COST
-        from pgolab.variants import parse
-        native_measured = COST.variant_unavailable(parse("rel_o2nofp_native")) is None
+        native_measured = native_cost_here()
         assert ("rel_o2nofp_native not built," in result.stderr) != native_measured, result.stderr
         # Each worker built the base in its own home: the same code (merge's anchor: one binary, or the
         # same per-test cost within its bound).
