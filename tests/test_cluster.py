@@ -32,7 +32,8 @@ from test_merge import ShardCost, ShardQps
 
 OPTIONS = BenchOptions(suite="quick", modes=("cost",), cost_write_repeats=2)
 SPEEDS = {"rel_o2nofp": 1.0, "rel_lto": 1.1, "rel_pgo_use": 1.4, "rel_pgo_use_bolt": 1.45, "rel_o2nofp_native": 1.02,
-          "rel_native_lto": 1.12, "rel_native": 1.01, "rel_clang": 0.95, "rel_lto_clang": 1.08, "rel_pgo_use_clang": 1.5}
+          "rel_native_lto": 1.12, "rel_native": 1.01, "rel_clang": 0.95, "rel_lto_clang": 1.08,
+          "rel_pgo_use_clang": 1.5}
 
 
 def fake_share(share: cluster.Share) -> cluster.ShareResult:
@@ -167,7 +168,8 @@ def test_a_task_imported_before_whose_holder_leaves_keeps_its_cost_run(local_clu
     said = []
     again = cluster.run(local_cluster, shares, store, "m", "test", say=said.append)
     assert any(line.startswith("3 of 3 tasks go back to the workers that hold their work") for line in said), said
-    kept = [line for line in said if line.endswith("and no worker in the cluster holds its builds: its cost run is kept")]
+    kept = [line for line in said
+            if line.endswith("and no worker in the cluster holds its builds: its cost run is kept")]
     assert kept, said
     assert again.run_id == first.run_id and {r["build"] for r in report.compute(store, again.run_id)
                                              .table("builds").rows} == {"rel_lto", "rel_pgo_use", "rel_clang"}
@@ -286,7 +288,8 @@ def bench_host_fakes(tmp_path, monkeypatch):
 
     def pack_and_say_where(build):
         with packed_where.open("a") as out:
-            out.write(f"{build.label} {cluster.worker_address()} {(Path(build.record_path).parent / 'built-by').read_text()}\n")
+            built_by = (Path(build.record_path).parent / "built-by").read_text()
+            out.write(f"{build.label} {cluster.worker_address()} {built_by}\n")
         return pack(build)
 
     monkeypatch.setattr(shipping, "pack", pack_and_say_where)

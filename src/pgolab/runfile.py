@@ -98,7 +98,8 @@ def decoded(data: bytes, path: str, hint: str = "") -> dict:
     try:
         document = json.loads(gzip.decompress(data))
     except (OSError, EOFError, zlib.error, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise PgolabError(f"{path} is not a pgolab run file: {exc}", hint=hint or "give a file written by `pgolab export`")
+        raise PgolabError(f"{path} is not a pgolab run file: {exc}",
+                          hint=hint or "give a file written by `pgolab export`")
     version = document.get("format") if isinstance(document, dict) else None
     if not isinstance(version, int) or version > FORMAT:
         raise PgolabError(f"{path} is a run file of format {version!r}; this pgolab reads up to {FORMAT}",
