@@ -52,6 +52,8 @@ def fake_share(share: cluster.Share) -> cluster.ShareResult:
 
 
 REAL_HELD_HERE = cluster.held_here
+# No dashboard, and its HTTP server on a free port (the default, 8787, is often taken: Dask warns).
+NO_DASHBOARD = {"dashboard_address": ":0", "scheduler_kwargs": {"dashboard": False}}
 
 
 def fake_binaries(share: cluster.Share) -> tuple[str, ...]:
@@ -72,7 +74,7 @@ def every_worker_holds_every_task(monkeypatch):
 def local_cluster():
     from distributed import LocalCluster
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, resources={"build": 1},
-                      dashboard_address=None) as c:
+                      **NO_DASHBOARD) as c:
         yield c.scheduler_address
 
 
@@ -551,7 +553,7 @@ def test_an_install_tree_that_leads_outside_itself_is_refused(tmp_path, monkeypa
 
 def test_a_cluster_without_build_workers_or_asked_for_qps_says_what_to_do(tmp_path):
     from distributed import LocalCluster
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c:
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, **NO_DASHBOARD) as c:
         with pytest.raises(PgolabError, match="resource 'build'"):
             cluster.run(c.scheduler_address, [], Store(tmp_path / "s.sqlite"), "m", "test")
     with pytest.raises(PgolabError, match="qps belongs to one machine") as refused:
