@@ -145,3 +145,7 @@ def test_a_damaged_or_conflicting_file_is_refused_whole(tmp_path, monkeypatch):
     (tmp_path / "junk.gz").write_bytes(b"junk")
     with pytest.raises(PgolabError, match="not a pgolab run file"):
         runfile.import_run(store, tmp_path / "junk.gz")
+    broken = bytearray(path.read_bytes())
+    broken[10] = 0x07      # the first deflate block's type made invalid: zlib's own error, not gzip's
+    with pytest.raises(PgolabError, match="not a pgolab run file: Error -3 while decompressing data: invalid block"):
+        runfile.decoded(bytes(broken), "a worker's run file", hint="install the same pgolab")
