@@ -106,23 +106,23 @@ class BoltSteps:
         """llvm-bolt, again without each function it asks to skip (at most MAX_SKIPPED): the rest of
         the binary is still laid out; again with the option its failure calls for (option_to_add);
         and again, unchanged, when a signal killed it (CRASH_RETRIES times)."""
-        skipped, added, crashes = list(start.skipped), list(start.options), 0
+        asked, crashes = Adjustments(list(start.skipped), list(start.options)), 0
         while True:
-            result = runner.run(argv + Adjustments(skipped, added).argv(), what=what, check=False, cwd=self.dir)
+            result = runner.run(argv + asked.argv(), what=what, check=False, cwd=self.dir)
             if result.returncode < 0 and crashes < CRASH_RETRIES:
                 crashes += 1
                 self.ctx.reporter.message(f"{what} was killed by signal {-result.returncode} (its log has the "
                                           "stack); running it again on the same input")
                 continue
             option = option_to_add(result.output) if result.returncode > 0 else None
-            if option is not None and option not in added:
-                added.append(option)
+            if option is not None and option not in asked.options:
+                asked.options.append(option)
                 self.ctx.reporter.message(f"{what} could not write its output; again with {option}")
                 continue
             name = function_to_skip(result.output) if result.returncode > 0 else None
-            if name is None or name in skipped or len(skipped) >= MAX_SKIPPED:
-                return result, Adjustments(skipped, added)
-            skipped.append(name)
+            if name is None or name in asked.skipped or len(asked.skipped) >= MAX_SKIPPED:
+                return result, asked
+            asked.skipped.append(name)
             self.ctx.reporter.message(f"BOLT cannot rewrite {name}; {what} again, leaving it as it is")
 
     def keep_input(self) -> None:
