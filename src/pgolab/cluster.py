@@ -386,7 +386,7 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
             f"store), and no worker in the cluster holds its builds: its cost run is kept")
 
     for share in shares_:
-        if share.run_name not in holders.imported and store.run(share.run_name) is not None:
+        if holders.keeps_cost(share.run_name):
             keep_cost(share)
     futures = {submit(s, f"pgolab-{s.run_name}", **holders.restriction(s.run_name)): s
                for s in shares_ if s.run_name not in outcome.measured}
@@ -459,6 +459,11 @@ class Holders:
     which Dask prefers (a loose restriction: elsewhere means building again, not a refusal)."""
     imported: dict[str, list[str]] = field(default_factory=dict)
     started: dict[str, list[str]] = field(default_factory=dict)
+    in_store: set[str] = field(default_factory=set)    # the shares whose run this store has imported
+
+    def keeps_cost(self, run_name: str) -> bool:
+        """Imported before, and no worker in the cluster holds that very run: its cost run stands."""
+        return run_name in self.in_store and run_name not in self.imported
 
     def restriction(self, run_name: str) -> dict:
         if run_name in self.imported:
@@ -477,6 +482,8 @@ def _held(client, shares_: list[Share], store: Store, say: Callable[[str], None]
     for share in shares_:
         here = store.run(share.run_name)
         ours = run_binaries(store, here.id) if here else None
+        if here:
+            holders.in_store.add(share.run_name)
         for address, held in answers.items():
             if isinstance(held, dict) and share.run_name in held:
                 if ours is None:
@@ -505,8 +512,7 @@ class _BenchHost:
     def __init__(self, client, task: BenchHostTask, address: str, say: Callable[[str], None]):
         self.client, self.task, self.address, self.say = client, task, address, say
         self.token = uuid.uuid4().hex[:8]
-        self.packs: dict = {}          # pack future -> (worker, build), until its unpack is done
-        self.unpacks: dict = {}        # unpack future -> its pack future, until done
+        self.unpacks: dict = {}        # unpack future -> (its pack future, worker, build); None once done
         self.submitted: set = set()    # this command's futures still wanted, to cancel if it ends
 
     def measure(self, shares_: list[Share], outcome: SharesOutcome, command: str) -> tuple[ShareResult, list[str]]:
@@ -550,8 +556,8 @@ class _BenchHost:
     def receive(self, chosen: list[tuple[str, BuildOnWorker]]) -> None:
         for where, build in chosen:
             pack = self.submit(shipping.pack, build, key=f"pack-{build.label}", where=where)
-            self.packs[pack] = (where, build)
-            self.unpacks[self.submit(unpack_on_bench_host, pack, key=f"unpack-{build.label}")] = pack
+            unpack = self.submit(unpack_on_bench_host, pack, key=f"unpack-{build.label}")
+            self.unpacks[unpack] = (pack, where, build)
 
     def result(self, future):
         """The future's result, said who works on what every minute of quiet."""
@@ -567,13 +573,12 @@ class _BenchHost:
     def _check(self) -> None:
         """Lets go of each pack the bench host has unpacked; ends with what to do if the bench host,
         or a worker whose build has not reached it, has left."""
-        for unpack, pack in self.unpacks.items():
-            if pack is not None and unpack.done():    # the tree is on the bench host's disk: its bytes can go
-                self.packs.pop(pack, None)
-                self.submitted.discard(pack)
+        for unpack, arriving in self.unpacks.items():
+            if arriving is not None and unpack.done():    # the tree is on the bench host's disk: its bytes can go
+                self.submitted.discard(arriving[0])
                 self.unpacks[unpack] = None
         present = workers_info(self.client)["workers"]
-        gone = [(where, build) for pack, (where, build) in self.packs.items()
+        gone = [(where, build) for pack, where, build in filter(None, self.unpacks.values())
                 if not pack.done() and where not in present]
         if self.address in present and not gone:
             return
