@@ -42,7 +42,8 @@ def fake_share(share: cluster.Share) -> cluster.ShareResult:
     targets = []
     for label in (share.base, *share.variants):
         binary = work / label
-        binary.write_text(label)            # the same bytes on every worker: the anchor is one binary
+        binary.write_text(f"the {label} server")  # the same bytes on every worker, and the same as the
+                                                   # build shipped (fake_builds): the anchor is one binary
         targets.append(BenchTarget(label, "binary", FakeInstallation(binary), BinaryInfo(str(binary), "", label)))
     store = Store(work / "s.sqlite")
     bench.run_bench(store, share.run_name, share.base, targets, share.options, "fake task",
@@ -58,7 +59,7 @@ NO_DASHBOARD = {"dashboard_address": ":0", "scheduler_kwargs": {"dashboard": Fal
 
 def fake_binaries(share: cluster.Share) -> tuple[str, ...]:
     """What a fake task's run measured, as held_here says it: each fake binary holds its label."""
-    return tuple(sorted(f"{label}={hashlib.sha256(label.encode()).hexdigest()}"
+    return tuple(sorted(f"{label}={hashlib.sha256(f'the {label} server'.encode()).hexdigest()}"
                         for label in (share.base, *share.variants)))
 
 
@@ -260,13 +261,15 @@ def shipping_share(share: cluster.Share) -> cluster.ShareResult:
                    address=cluster.worker_address())
 
 
-def fake_builds(labels) -> tuple[shipping.BuildOnWorker, ...]:
+def fake_builds(labels, server: str = "the {label} server") -> tuple[shipping.BuildOnWorker, ...]:
+    """Each label's build as its worker names it; its server's bytes from `server` (the same as a fake
+    task measured, unless a test says otherwise)."""
     builds = []
     for label in labels:
         tree = Path(tempfile.mkdtemp(prefix="fake-build-")) / label / "final" / "install"
         (tree / "bin").mkdir(parents=True)
         (tree / "lib").mkdir()
-        (tree / "bin" / "postgres").write_text(f"the {label} server")
+        (tree / "bin" / "postgres").write_text(server.format(label=label))
         (tree / "bin" / "postgres").chmod(0o755)
         (tree / "lib" / "libpq.so.5").write_text("a library")
         record = BuildRecord(label, label, "gcc", "postgresql", SourceInfo("/s", "15.18"), {}, {},
@@ -445,7 +448,7 @@ def test_a_task_measured_before_whose_worker_is_gone_keeps_its_cost_and_is_built
         with rebuilt.open("a") as out:
             out.write(" ".join(share.variants) + "\n")
         return cluster.ShareResult(share.run_name, b"", cluster.this_worker(), 0, address=cluster.worker_address(),
-                                   builds=fake_builds(share.variants))
+                                   builds=fake_builds(share.variants, "the {label} server, trained again"))
 
     monkeypatch.setattr(cluster, "build_for_bench_host", fake_build_here)
     variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_pgo_use")]
@@ -453,8 +456,10 @@ def test_a_task_measured_before_whose_worker_is_gone_keeps_its_cost_and_is_built
                             cluster.worker_options(BOTH), "m", 2)
     store = Store(tmp_path / "client.sqlite")
     on_host = cluster.bench_host_task("1", "rel_o2nofp", BOTH, "m")
-    first = cluster.run(local_cluster, shares, store, "m", "test", say=print, bench=on_host)
+    first_said = []
+    first = cluster.run(local_cluster, shares, store, "m", "test", say=first_said.append, bench=on_host)
     assert not rebuilt.exists()
+    assert not [line for line in first_said if "two binaries" in line], first_said
     tasks = tmp_path / "tasks"
 
     def no_task_expected(share):
@@ -471,6 +476,17 @@ def test_a_task_measured_before_whose_worker_is_gone_keeps_its_cost_and_is_built
     assert sorted(rebuilt.read_text().split()) == ["rel_lto", "rel_o2nofp", "rel_pgo_use"]
     assert any("building rel_o2nofp on the bench host 1 for wall-clock figures alone (no worker in the cluster "
                "holds a build of it)" in line for line in said), said
+    # Each build's cost and wall-clock figures are of two binaries, side by side in what was said and
+    # in the merged run's commands; the first run's were one binary each, and said nothing.
+    digest = {text: hashlib.sha256(text.encode()).hexdigest()[:12]
+              for label in ("rel_o2nofp", "rel_lto", "rel_pgo_use")
+              for text in (f"the {label} server", f"the {label} server, trained again")}
+    apart = [line for line in said if line.startswith("measured on two binaries, cost and wall-clock figures: ")]
+    assert len(apart) == 1 and all(
+        f"{label} (cost: {digest[f'the {label} server']}, wall-clock: {digest[f'the {label} server, trained again']})"
+        in apart[0] for label in ("rel_o2nofp", "rel_lto", "rel_pgo_use")), said
+    commands = report.compute(store, again.run_id).commands
+    assert apart[0] in commands and sum(c.startswith("measured on two binaries") for c in commands) == 1, commands
     assert len(seen.read_text().splitlines()) == 3
 
 

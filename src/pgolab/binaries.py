@@ -47,3 +47,14 @@ def digest_listing(named: list[tuple[str, StoredTarget]]) -> str:
     """Which binary each named target is, for a refusal: its file digest and, if vouched for, its code's."""
     return ", ".join(f"{name}: {t.binary_digest[:12] or 'no digest'}"
                      + (f" (loaded {t.code_digest[:12]})" if t.code_digest else "") for name, t in named)
+
+
+def measured_apart(first: tuple[str, list[StoredTarget]], second: tuple[str, list[StoredTarget]]) -> list[str]:
+    """Each label two runs (each named, with its targets) measured on two binaries, both digests side by
+    side: a build made again elsewhere (a PGO build trains anew) is another binary than the one the
+    other run's figures hold. Labels without a digest in either run are left out."""
+    (first_name, first_targets), (second_name, second_targets) = first, second
+    theirs = {t.label: t for t in second_targets}
+    return [f"{t.label} ({digest_listing([(first_name, t), (second_name, theirs[t.label])])})"
+            for t in first_targets if t.label in theirs and t.binary_digest and theirs[t.label].binary_digest
+            and same_binary([t, theirs[t.label]]) is None]

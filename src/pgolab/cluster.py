@@ -39,7 +39,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from . import bench, debian, matrix, merge, paths, runfile, shipping
+from . import bench, binaries, debian, matrix, merge, paths, runfile, shipping
 from .errors import PgolabError
 from .fleet import BenchTarget
 from .matrix import training_groups
@@ -153,10 +153,8 @@ def cpu_model() -> str:
 
 
 def this_worker() -> str:
-    """This machine as a progress line names it: host name, CPU model and family/model/stepping."""
-    from .host import Host
-    host = Host.this()
-    return f"{platform.node()} ({host.cpu}, {host.cpu_id})"
+    """This machine as a progress line names it: its host name and CPU model (cpu_model)."""
+    return f"{platform.node()}, {cpu_model()}"
 
 
 def worker_address() -> str:
@@ -312,11 +310,18 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
                 raise PgolabError(f"{exc.message}; the cost run {name} is merged", log=exc.log, detail=exc.detail,
                                   hint=exc.hint or "run the same command again: the QPS run continues") from exc
             imported = import_result(store, result)
+            clock_run = store.run(result.run_name).id
             say(f"wall-clock run {result.run_name} on {result.worker}: {result.samples} samples "
                 f"({imported.samples_added} new here)")
+            apart = binaries.measured_apart(("cost", store.targets(merged.run_id)),
+                                            ("wall-clock", store.targets(clock_run)))
+            if apart:    # a kept cost run's build, made again on the bench host
+                apart = [f"measured on two binaries, cost and wall-clock figures: {'; '.join(apart)}"]
+                say(apart[0])
             store.add_commands(merged.run_id, [f"wall-clock figures measured on the bench host {result.worker}, "
-                                               f"every build on that one machine: run {result.run_name}", *rebuilt])
-            per_machine = {result.worker: store.run(result.run_name).id}
+                                               f"every build on that one machine: run {result.run_name}",
+                                               *rebuilt, *apart])
+            per_machine = {result.worker: clock_run}
     finally:
         client.close()
     return replace(merged, per_cpu={**merged.per_cpu, **per_machine})
