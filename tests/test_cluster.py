@@ -536,6 +536,61 @@ def test_a_worker_that_leaves_before_packing_a_build_ends_the_bench_host_run_wit
             [f.status for f in host.submitted]
 
 
+def test_a_bench_host_that_leaves_during_its_own_build_ends_with_what_to_do_and_the_cost_run_merged(
+        local_cluster, tmp_path, monkeypatch, bench_host_fakes):
+    """The bench host retired from the cluster (a real leave) while it builds a share no worker could
+    measure: within a minute of quiet the client says so and what to do, its pinned tasks are
+    cancelled, and the merged cost run stays in the store."""
+    monkeypatch.setattr(cluster, "NEWS_EVERY", 0.5)
+    building = tmp_path / "building"     # a file: Dask hands each task a copy of the function
+
+    def share_no_worker_measures(share):
+        if share.variants == ("rel_o2nofp_native",):
+            return cluster.ShareResult(share.run_name, b"", "a fake worker", 0,
+                                       "rel_o2nofp_native: cost: avx512f here", cluster.worker_address())
+        return shipping_share(share)
+
+    released = tmp_path / "released"     # the test's end: the build's thread may go
+
+    def long_build_here(share):
+        building.write_text(cluster.worker_address())
+        deadline = time.monotonic() + 60
+        while not released.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        raise PgolabError("this build outlived the test", hint="none")
+
+    monkeypatch.setattr(cluster, "run_share", share_no_worker_measures)
+    monkeypatch.setattr(cluster, "build_for_bench_host", long_build_here)
+    variants = [parse(v) for v in ("rel_o2nofp", "rel_lto", "rel_o2nofp_native")]
+    shares = cluster.shares(variants, "rel_o2nofp", "postgresql", parse_train("mix", 10),
+                            cluster.worker_options(BOTH), "m", 2)
+
+    def retire_the_bench_host_once_it_builds():
+        deadline = time.monotonic() + 60
+        while not building.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with Client(local_cluster) as client:
+            client.retire_workers([building.read_text()], close_workers=True, remove=True)
+
+    import threading
+    retiring = threading.Thread(target=retire_the_bench_host_once_it_builds, daemon=True)
+    retiring.start()
+    store = Store(tmp_path / "client.sqlite")
+    said = []
+    try:
+        with pytest.raises(PgolabError, match=r"the bench host 1 \(\S+\) left the cluster; the cost run m is "
+                                              r"merged") as left:
+            cluster.run(local_cluster, shares, store, "m", "test", say=said.append,
+                        bench=cluster.bench_host_task("1", "rel_o2nofp", BOTH, "m"))
+    finally:
+        released.touch()
+        retiring.join(timeout=30)
+    assert any(line.startswith("[1/1] building rel_o2nofp_native on the bench host 1") for line in said), said
+    assert not [line for line in said if "could not be built" in line], "left while building, not after"
+    assert left.value.hint == "start it again and run the same command: its QPS run continues"
+    assert {r["build"] for r in report.compute(store, store.run("m").id).table("builds").rows} == {"rel_lto"}
+
+
 @pytest.mark.parametrize("python_filter", [True, False], ids=["python-filter", "by-hand"])
 def test_an_install_tree_that_leads_outside_itself_is_refused(tmp_path, monkeypatch, python_filter):
     """A packed tree is unpacked with its programs' modes; a member or a link leading outside the folder
