@@ -20,12 +20,19 @@ PROOFS=$PGOLAB_HOME/proofs
 # (issue 30), the MySQL table's shards (issue 31), MySQL training, then issue 35's layout proof. A
 # shard whose run file is committed is skipped, so a bare `queue.sh` goes on where the committed work
 # stops; remove a finished proof from this list (on a new machine it would build and measure anew).
-# A piece that needs a CPU without AVX-512 (the -march=native builds' cost) says so and is passed over.
+# A piece that needs a CPU without AVX-512 (the -march=native builds' cost) says so and is passed over;
+# the MariaDB one is two halves of four builds, each its own file.
 # FOLDER@STEPS runs only those steps of a folder's run.sh (PROOF_STEPS).
 ORDER=(postgresql-15-matrix-shards@{1..6} postgresql-15-matrix-shards@native postgresql-15-matrix-shards@merge
        mariadb-10.11-matrix@{1..7} mariadb-10.11-matrix@native mariadb-10.11-matrix@merge
        mysql-9.7-table@{1..15} mysql-9.7-table@merge
        mysql-9.7-training mariadb-10.11-layout)
+# A CPU without AVX-512 is rare here (every machine until 2026-11-29 had it; 2026-12-01's had not):
+# on one, the pieces only it can run come first, the PostgreSQL one followed by its merge.
+if ! grep -qw avx512f /proc/cpuinfo; then
+  ORDER=(postgresql-15-matrix-shards@native postgresql-15-matrix-shards@merge mariadb-10.11-matrix@native
+         "${ORDER[@]}")
+fi
 # Entries named on the command line run (or, after --collect, are collected) instead, in that order:
 # a proof that fits one session, such as mariadb-10.11-bolt, is run by name and left out of ORDER, so
 # that a queue on a later new machine does not rebuild and measure it again.

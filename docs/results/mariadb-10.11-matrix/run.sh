@@ -23,7 +23,8 @@ if [[ $STEP == merge ]]; then
     done
     if [ ${#FILES[@]} -lt 2 ]; then echo "$m: fewer than 2 shards, nothing to merge" >&2; continue; fi
     # The native piece adds only the -march=native builds' cost that the shards left out.
-    FILL=(); if [ $m = cost ] && f=$(piece_file shard-native-cost.run.gz); then FILL=(--fill "$f"); fi
+    FILL=()
+    for h in 1 2; do if [ $m = cost ] && f=$(piece_file shard-native$h-cost.run.gz); then FILL+=(--fill "$f"); fi; done
     rm -f "$OUT/merged-$m.sqlite"   # made anew from every shard so far: a merge of other shards is another run identity
     # The QPS shards hold no cost: pgolab merge takes them only if their rel_o2nofp is one binary (digest).
     $P merge "${FILES[@]}" "${FILL[@]}" --name "mariadb-matrix-$m" --store "$OUT/merged-$m.sqlite" --out "$OUT/merged-$m" \
@@ -35,8 +36,12 @@ fi
   echo "error: PROOF_STEPS is a shard 1 to $N, native or merge" >&2; exit 2; }
 S=$($P source mariadb --version 10.11.18)
 if [[ $STEP == native ]]; then
-  native_piece shard-native-cost mariadb-matrix-cost-native "$S" mariadb-10.11.18 --binary distro=/usr/sbin/mariadbd \
-    --cost-scale 0.25 --cost-jobs 2 --suite full
+  # Two halves, each four -march=native builds beside the base (matrix.shard_of, balanced by build
+  # cost): nine MariaDB builds are more than one session, and a half done is committed on its own.
+  for h in 1 2; do
+    native_piece shard-native$h-cost mariadb-matrix-cost-native$h "$S" mariadb-10.11.18 --binary distro=/usr/sbin/mariadbd \
+      --cost-scale 0.25 --cost-jobs 2 --suite full --shard $h/2
+  done
   exit
 fi
 V=$($P variants --json | python3 -c 'import json,sys; print(",".join(v["name"] for v in json.load(sys.stdin)))')
