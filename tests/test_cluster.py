@@ -397,7 +397,7 @@ def test_the_bench_host_builds_for_qps_what_no_worker_measured_and_a_native_buil
         if share.variants == ("rel_native",):
             raise PgolabError("the compiler of this fake bench host lacks -march=native", hint="none")
         return cluster.ShareResult(share.run_name, b"", cluster.this_worker(), 0, address=cluster.worker_address(),
-                                   builds=fake_builds(share.variants))
+                                   builds=fake_builds(share.variants, "the {label} server for this CPU"))
 
     monkeypatch.setattr(cluster, "run_share", share_on_avx512_workers_of_another_cpu)
     monkeypatch.setattr(cluster, "build_for_bench_host", fake_build_here)
@@ -424,6 +424,10 @@ def test_the_bench_host_builds_for_qps_what_no_worker_measured_and_a_native_buil
     assert any("not built: rel_native on the bench host, whose build failed: the compiler of this fake bench host "
                "lacks -march=native" in f for f in qps.facts), qps.facts
     assert sum("built on the bench host" in c and "for wall-clock figures alone" in c for c in cost.commands) == 2
+    # rel_native_lto's cost is the workers' binary, its QPS the bench host's: said; rel_o2nofp_native
+    # has no cost figures to set beside, and the others are the workers' binaries in both.
+    apart, = [line for line in said if line.startswith("measured on two binaries")]
+    assert re.search(r": rel_native_lto \(cost: \w{12}, wall-clock: \w{12}\)$", apart), apart
     # The two native builds were packed where the bench host built them; the others where a worker did.
     with Client(local_cluster) as client:
         bench_host = cluster.find_worker(cluster.workers_info(client), "1")
@@ -481,7 +485,8 @@ def test_a_task_measured_before_whose_worker_is_gone_keeps_its_cost_and_is_built
     digest = {text: hashlib.sha256(text.encode()).hexdigest()[:12]
               for label in ("rel_o2nofp", "rel_lto", "rel_pgo_use")
               for text in (f"the {label} server", f"the {label} server, trained again")}
-    apart = [line for line in said if line.startswith("measured on two binaries, cost and wall-clock figures: ")]
+    apart = [line for line in said if re.match(r"measured on two binaries, cost and wall-clock figures \(run "
+                                               r"m-on-bench-host-\w+\): ", line)]
     assert len(apart) == 1 and all(
         f"{label} (cost: {digest[f'the {label} server']}, wall-clock: {digest[f'the {label} server, trained again']})"
         in apart[0] for label in ("rel_o2nofp", "rel_lto", "rel_pgo_use")), said
@@ -553,7 +558,8 @@ def test_a_bench_host_that_leaves_during_its_own_build_ends_with_what_to_do_and_
     released = tmp_path / "released"     # the test's end: the build's thread may go
 
     def long_build_here(share):
-        building.write_text(cluster.worker_address())
+        (tmp_path / "building.new").write_text(cluster.worker_address())
+        (tmp_path / "building.new").rename(building)     # whole, or not there: the retiring thread reads it
         deadline = time.monotonic() + 60
         while not released.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -566,12 +572,20 @@ def test_a_bench_host_that_leaves_during_its_own_build_ends_with_what_to_do_and_
                             cluster.worker_options(BOTH), "m", 2)
 
     def retire_the_bench_host_once_it_builds():
-        deadline = time.monotonic() + 60
-        while not building.exists() and time.monotonic() < deadline:
+        while not building.exists() and not released.exists():
             time.sleep(0.1)
-        with Client(local_cluster) as client:
-            client.retire_workers([building.read_text()], close_workers=True, remove=True)
+        if building.exists():
+            with Client(local_cluster) as client:
+                client.retire_workers([building.read_text()], close_workers=True, remove=True)
 
+    hosts = []     # the client's side of the bench host, to see its tasks cancelled
+
+    class SeenBenchHost(cluster._BenchHost):
+        def __init__(self, *args):
+            super().__init__(*args)
+            hosts.append(self)
+
+    monkeypatch.setattr(cluster, "_BenchHost", SeenBenchHost)
     import threading
     retiring = threading.Thread(target=retire_the_bench_host_once_it_builds, daemon=True)
     retiring.start()
@@ -587,6 +601,10 @@ def test_a_bench_host_that_leaves_during_its_own_build_ends_with_what_to_do_and_
         retiring.join(timeout=30)
     assert any(line.startswith("[1/1] building rel_o2nofp_native on the bench host 1") for line in said), said
     assert not [line for line in said if "could not be built" in line], "left while building, not after"
+    assert not retiring.is_alive()
+    (host,) = hosts
+    assert host.submitted and all(f.status == "cancelled" for f in host.submitted), \
+        [f.status for f in host.submitted]
     assert left.value.hint == "start it again and run the same command: its QPS run continues"
     assert {r["build"] for r in report.compute(store, store.run("m").id).table("builds").rows} == {"rel_lto"}
 

@@ -156,3 +156,25 @@ def test_a_build_whose_files_differ_in_symbol_names_only_is_one_binary(tmp_path)
     for other in ("other", "old", "stale"):
         with pytest.raises(PgolabError, match="not one binary"):
             machines.compare(merge.load(store, ["amd", other]), "a")
+
+
+def test_a_label_is_said_measured_on_two_binaries_only_when_no_cost_target_of_it_is_its_wall_clock_binary():
+    """Pure logic (binaries.measured_apart): each shard measured its own base, so a wall-clock base that
+    is one of them is no news; one binary by its loaded code is one binary; a label without a digest,
+    or measured on one side alone, is left out; a rebuilt one is named with every digest."""
+    from pgolab.binaries import measured_apart
+    from pgolab.record import BuildRecord, SourceInfo
+    from pgolab.store import StoredTarget
+
+    def target(label, digest, code=None):
+        record = BuildRecord(label, label, "gcc", "postgresql", SourceInfo(), {}, {}, "/b/postgres", "/i", "/l",
+                             binary_digest=digest, code_digest=code)
+        return StoredTarget(label, "variant", "/b/postgres", digest, record)
+
+    cost = [target("rel_o2nofp", "a" * 64), target("rel_o2nofp", "b" * 64), target("rel_pgo_use", "c" * 64),
+            target("rel_lto_clang", "d" * 64, "e" * 64), target("rel_lto", ""), target("rel_clang", "f" * 64)]
+    clock = [target("rel_o2nofp", "b" * 64), target("rel_pgo_use", "1" * 64), target("rel_lto_clang", "2" * 64, "e" * 64),
+             target("rel_lto", "3" * 64), target("rel_clang", ""), target("rel_native", "4" * 64)]
+    assert measured_apart(cost, clock) == [f"rel_pgo_use (cost: {'c' * 12}, wall-clock: {'1' * 12})"]
+    assert measured_apart(cost, [target("rel_o2nofp", "5" * 64)]) == [
+        f"rel_o2nofp (cost: {'a' * 12}, cost: {'b' * 12}, wall-clock: {'5' * 12})"]

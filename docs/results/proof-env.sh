@@ -56,8 +56,10 @@ native_piece() {   # STEM RUN_PREFIX SOURCE SERVER MATRIX_OPTION...
   fi
   if f=$(piece_file "$stem.run.gz"); then echo "native: done ($f), skipped"; return 0; fi
   native=$($P variants --json | python3 -c 'import json,sys; print(",".join(v["name"] for v in json.load(sys.stdin) if "native" in v["name"]))')
+  # Each step ends the piece if it fails, also where set -e is off (a caller's `native_piece ... || rc=$?`):
+  # a run cut short must not be exported as the piece's file, which marks it done.
   $P matrix "$source" --variants "rel_o2nofp,$native" --base rel_o2nofp --measure cost "$@" --run "$prefix-{binaries}" \
-    --store "$OUT/results.sqlite" --out "$OUT/$stem" </dev/null > "$OUT/$stem.txt"
-  export_newest_run "$prefix" "$OUT/$stem.run.gz"
+    --store "$OUT/results.sqlite" --out "$OUT/$stem" </dev/null > "$OUT/$stem.txt" || return
+  export_newest_run "$prefix" "$OUT/$stem.run.gz" || return
   $P builds --markdown --server "$server" > "$OUT/builds-$stem.md"
 }

@@ -49,12 +49,19 @@ def digest_listing(named: list[tuple[str, StoredTarget]]) -> str:
                      + (f" (loaded {t.code_digest[:12]})" if t.code_digest else "") for name, t in named)
 
 
-def measured_apart(first: tuple[str, list[StoredTarget]], second: tuple[str, list[StoredTarget]]) -> list[str]:
-    """Each label two runs (each named, with its targets) measured on two binaries, both digests side by
-    side: a build made again elsewhere (a PGO build trains anew) is another binary than the one the
-    other run's figures hold. Labels without a digest in either run are left out."""
-    (first_name, first_targets), (second_name, second_targets) = first, second
-    theirs = {t.label: t for t in second_targets}
-    return [f"{t.label} ({digest_listing([(first_name, t), (second_name, theirs[t.label])])})"
-            for t in first_targets if t.label in theirs and t.binary_digest and theirs[t.label].binary_digest
-            and same_binary([t, theirs[t.label]]) is None]
+
+def measured_apart(cost: list[StoredTarget], clock: list[StoredTarget]) -> list[str]:
+    """Each label whose wall-clock figures were measured on a binary that none of its cost targets (one
+    per shard: each measured its own base) is, with the digests side by side: a build made again
+    elsewhere (a PGO build trains anew; a -march=native build is another CPU's) is another binary
+    than the one the cost figures hold. A label without a digest on either side is left out."""
+    by_label: dict[str, list[StoredTarget]] = {}
+    for t in cost:
+        by_label.setdefault(t.label, []).append(t)
+    apart = []
+    for t in clock:
+        measured = [c for c in by_label.get(t.label, []) if c.binary_digest]
+        if t.binary_digest and measured and not any(same_binary([c, t]) for c in measured):
+            distinct = list({c.binary_digest: c for c in measured}.values())
+            apart.append(f"{t.label} ({digest_listing([*(('cost', c) for c in distinct), ('wall-clock', t)])})")
+    return apart

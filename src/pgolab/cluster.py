@@ -313,10 +313,14 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
             clock_run = store.run(result.run_name).id
             say(f"wall-clock run {result.run_name} on {result.worker}: {result.samples} samples "
                 f"({imported.samples_added} new here)")
-            apart = binaries.measured_apart(("cost", store.targets(merged.run_id)),
-                                            ("wall-clock", store.targets(clock_run)))
-            if apart:    # a kept cost run's build, made again on the bench host
-                apart = [f"measured on two binaries, cost and wall-clock figures: {'; '.join(apart)}"]
+            # What the bench host built itself (a kept cost run's build, a -march=native build of
+            # another CPU model) is another binary than the one whose cost the shards measured.
+            apart = binaries.measured_apart(
+                [t for share_run in outcome.measured if (run := store.run(share_run)) for t in store.targets(run.id)],
+                store.targets(clock_run))
+            if apart:
+                apart = [f"measured on two binaries, cost and wall-clock figures (run {result.run_name}): "
+                         f"{'; '.join(apart)}"]
                 say(apart[0])
             store.add_commands(merged.run_id, [f"wall-clock figures measured on the bench host {result.worker}, "
                                                f"every build on that one machine: run {result.run_name}",
