@@ -49,7 +49,6 @@ def digest_listing(named: list[tuple[str, StoredTarget]]) -> str:
                      + (f" (loaded {t.code_digest[:12]})" if t.code_digest else "") for name, t in named)
 
 
-
 def measured_apart(cost: list[StoredTarget], clock: list[StoredTarget]) -> list[str]:
     """Each label whose wall-clock figures were measured on a binary that none of its cost targets (one
     per shard: each measured its own base) is, with the digests side by side: a build made again

@@ -315,13 +315,13 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
                 f"({imported.samples_added} new here)")
             # What the bench host built itself (a kept cost run's build, a -march=native build of
             # another CPU model) is another binary than the one whose cost the shards measured.
-            apart = binaries.measured_apart(
+            labels = binaries.measured_apart(
                 [t for share_run in outcome.measured if (run := store.run(share_run)) for t in store.targets(run.id)],
                 store.targets(clock_run))
-            if apart:
-                apart = [f"measured on two binaries, cost and wall-clock figures (run {result.run_name}): "
-                         f"{'; '.join(apart)}"]
-                say(apart[0])
+            apart = [f"measured on two binaries, cost and wall-clock figures (run {result.run_name}): "
+                     f"{'; '.join(labels)}"] if labels else []
+            for line in apart:
+                say(line)
             store.add_commands(merged.run_id, [f"wall-clock figures measured on the bench host {result.worker}, "
                                                f"every build on that one machine: run {result.run_name}",
                                                *rebuilt, *apart])
