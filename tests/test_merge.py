@@ -172,7 +172,7 @@ def test_a_matrix_builds_no_variant_its_measures_cannot_measure_here(tmp_path, m
     assert progress.left == {}, "refused before anything is said left out or built"
 
 
-def test_what_a_shard_did_not_build_is_said_in_its_report_and_in_the_merged_one(tmp_path, monkeypatch):
+def test_what_a_shard_did_not_build_is_said_in_the_merged_run_unless_another_shard_measured_it(tmp_path, monkeypatch):
     monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
     store = Store(tmp_path / "s.sqlite")
     note = "not built: rel_native, which no measure of this run can measure on Some CPU (cost: avx512f here)"
@@ -182,6 +182,17 @@ def test_what_a_shard_did_not_build_is_said_in_its_report_and_in_the_merged_one(
     merged = merge.merge(store, ["a", "b"], "m", "test")
     assert f"{note} (shard a)" in report.compute(store, merged.run_id).facts
     assert sum("not built" in f for f in report.compute(store, merged.run_id).facts) == 1
+    # A fill run on a CPU without AVX-512 measured it: the merge no longer says it was not built.
+    shard_run(tmp_path, store, "native", ["base", "rel_native", "rel_native_lto"], {},
+              speeds={**SPEEDS, "rel_native": 1.1, "rel_native_lto": 1.15})
+    filled = merge.merge(store, ["a", "b"], "m2", "test", fill=["native"])
+    facts = report.compute(store, filled.run_id).facts
+    assert not any("not built" in f for f in facts), facts
+    # A note of a label nobody measured stays, also beside a measured one whose name contains it.
+    other = "not built: rel_native_lto_clang, which no measure of this run can measure on Some CPU (cost: avx512f here)"
+    shard_run(tmp_path, store, "c", ["base", "pgo"], {}, notes=[other])
+    kept = merge.merge(store, ["a", "c"], "m3", "test", fill=["native"])
+    assert [f for f in report.compute(store, kept.run_id).facts if "not built" in f] == [f"{other} (shard c)"]
 
 
 def test_axis_twins_in_two_shards_are_read_through_each_shards_base(tmp_path, monkeypatch):

@@ -32,7 +32,7 @@ from .measurement import MODEL_FIGURE
 from .record import BuildRecord
 from .measures import MEASURES
 from .binaries import digest_listing, same_binary
-from .store import INSTANCE_STRIDE, ShardFacts, Store, StoredTarget, identity_difference, not_built
+from .store import INSTANCE_STRIDE, ShardFacts, Store, StoredTarget, identity_difference, labels_named, not_built
 
 # How far one binary's read-only cost per query moved between machines (Debian's mariadbd on three:
 # 0.02-1.4 % on instructions at equal cost scale): two bases with different digests are one anchor
@@ -247,7 +247,15 @@ def merged_rows(shards: list[Shard], name: str, command: str, dropped: set[str] 
     run = dict(shards[0].rows["run"])
     notes = [command, f"merged from {', '.join(s.name for s in shards)}: shard k's instance i is instance "
                       f"{INSTANCE_STRIDE}·k + i; every build is read against its own shard's base", *notes]
-    notes += [f"{line} (shard {s.name})" for s in shards for line in not_built(json.loads(s.rows["run"]["commands"]))]
+    # A shard's note of what it did not build, unless other shards measured all it names (a -march=native
+    # build a shard on an AVX-512 CPU left out, measured by a fill run on a CPU without).
+    measured = {s["label"] for shard in shards for s in shard.rows["samples"] if s["mode"] not in dropped}
+    labels = {t["label"] for shard in shards for t in shard.rows["targets"]}
+    def measured_elsewhere(line: str) -> bool:
+        named = labels_named(line, labels)
+        return bool(named) and named <= measured
+    notes += [f"{line} (shard {s.name})" for s in shards for line in not_built(json.loads(s.rows["run"]["commands"]))
+              if not measured_elsewhere(line)]
     # merged_from identifies the merge; the rest describes it (MergedShards.DESCRIBED): a run merged
     # before those keys existed is the same merge.
     identity = {"merged_from": [_identity(s) for s in shards],

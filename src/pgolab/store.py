@@ -10,6 +10,7 @@ different identity is refused, naming the key that differs.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -158,6 +159,11 @@ NOT_BUILT = "not built: "
 def not_built(commands: list[str]) -> list[str]:
     """The not-built notes among a run's commands."""
     return [c for c in commands if c.startswith(NOT_BUILT)]
+
+
+def labels_named(note: str, labels: set[str]) -> set[str]:
+    """Which of `labels` a note names, each as a whole name (rel_native is not named by rel_native_lto)."""
+    return {label for label in labels if re.search(rf"(?<![\w+]){re.escape(label)}(?![\w+])", note)}
 
 
 @dataclass(frozen=True)
