@@ -492,6 +492,12 @@ def test_a_task_measured_before_whose_worker_is_gone_keeps_its_cost_and_is_built
         in apart[0] for label in ("rel_o2nofp", "rel_lto", "rel_pgo_use")), said
     commands = report.compute(store, again.run_id).commands
     assert apart[0] in commands and sum(c.startswith("measured on two binaries") for c in commands) == 1, commands
+    # The first run's line of its bench-host run is replaced by this run's, which measured other binaries.
+    (clock_id,) = again.per_cpu.values()
+    assert clock_id != first.per_cpu[next(iter(first.per_cpu))]
+    assert [c for c in commands if c.startswith(cluster.ON_BENCH_HOST)] == [
+        f"{cluster.ON_BENCH_HOST}{next(iter(again.per_cpu))}, every build on that one machine: run "
+        f"{store.run(clock_id).name}"], commands
     assert len(seen.read_text().splitlines()) == 3
 
 

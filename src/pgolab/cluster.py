@@ -271,6 +271,12 @@ def import_result(store: Store, result: ShareResult) -> runfile.Imported:
         hint="install the same pgolab on the client and on every worker, and run the same command again"))
 
 
+# The merged run's lines of the bench host's run, said anew each time the command runs.
+ON_BENCH_HOST = "wall-clock figures measured on the bench host "
+BUILT_ON_BENCH_HOST = "built on the bench host "
+MEASURED_APART = "measured on two binaries, cost and wall-clock figures "
+
+
 def run(address: str, shares_: list[Share], store: Store, name: str, command: str,
         say: Callable[[str], None] = print, bench: BenchHostTask | None = None) -> "merge.Merged":
     """Every share on the cluster; each result imported as it arrives, then all merged into `name`.
@@ -313,22 +319,30 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
             clock_run = store.run(result.run_name).id
             say(f"wall-clock run {result.run_name} on {result.worker}: {result.samples} samples "
                 f"({imported.samples_added} new here)")
-            # What the bench host built itself (a kept cost run's build, a -march=native build of
-            # another CPU model) is another binary than the one whose cost the shards measured.
-            labels = binaries.measured_apart(
-                [t for share_run in outcome.measured if (run := store.run(share_run)) for t in store.targets(run.id)],
-                store.targets(clock_run))
-            apart = [f"measured on two binaries, cost and wall-clock figures (run {result.run_name}): "
-                     f"{'; '.join(labels)}"] if labels else []
+            apart = [line] if (line := measured_apart_line(store, outcome.measured, result.run_name)) else []
             for line in apart:
                 say(line)
-            store.add_commands(merged.run_id, [f"wall-clock figures measured on the bench host {result.worker}, "
-                                               f"every build on that one machine: run {result.run_name}",
-                                               *rebuilt, *apart])
+            # Said anew on each run: an earlier run's lines of these go (the bench host, what it built
+            # itself and the binaries apart may have changed, or its name be spelt otherwise).
+            store.add_commands(merged.run_id, [f"{ON_BENCH_HOST}{result.worker}, every build on that one machine: "
+                                               f"run {result.run_name}", *rebuilt, *apart],
+                               replacing=(ON_BENCH_HOST, BUILT_ON_BENCH_HOST, MEASURED_APART))
             per_machine = {result.worker: clock_run}
     finally:
         client.close()
     return replace(merged, per_cpu={**merged.per_cpu, **per_machine})
+
+
+def measured_apart_line(store: Store, cost_runs: list[str], clock_run: str) -> str | None:
+    """The merged run's line naming each label whose wall-clock figures (run `clock_run`) were measured
+    on none of the binaries its cost runs measured, or None. What the bench host built itself (a kept
+    cost run's build, a -march=native build of another CPU model) is such another binary."""
+    labels = binaries.measured_apart(
+        [t for name in cost_runs if (run := store.run(name)) for t in store.targets(run.id)],
+        store.targets(store.run(clock_run).id))
+    if not labels:
+        return None
+    return f"{MEASURED_APART}(run {clock_run}): {'; '.join(labels)}"
 
 
 @dataclass
@@ -550,7 +564,7 @@ class _BenchHost:
                 notes.append(f"{NOT_BUILT}{variants} on the bench host, whose build failed: {exc.message}")
                 continue
             self.receive([(self.address, b) for b in result.builds])
-            said.append(f"{variants} built on the bench host {result.worker} for wall-clock figures alone ({why})")
+            said.append(f"{BUILT_ON_BENCH_HOST}{result.worker} for wall-clock figures alone: {variants} ({why})")
         unpacked = list(self.unpacks)
         return self.result(self.submit(bench_on_host, self.task, unpacked, command, tuple(notes),
                                        key=self.task.run_name)), said

@@ -308,14 +308,15 @@ class Store:
                               detail=shown[:2000], hint=hint)
         return row
 
-    def add_commands(self, run_id: int, commands: list[str]) -> None:
-        """Lines the run keeps beside the commands that made it (each once)."""
-        if commands:
+    def add_commands(self, run_id: int, commands: list[str], replacing: tuple[str, ...] = ()) -> None:
+        """Lines the run keeps beside the commands that made it (each once); the lines it kept that
+        start with one of `replacing` go (what an earlier invocation said of something said anew)."""
+        if commands or replacing:
             with self.db:
-                self._add_commands(self._run_row(run_id), commands)
+                self._add_commands(self._run_row(run_id), commands, replacing)
 
-    def _add_commands(self, row: sqlite3.Row, commands: list[str]) -> None:
-        known = json.loads(row["commands"])
+    def _add_commands(self, row: sqlite3.Row, commands: list[str], replacing: tuple[str, ...] = ()) -> None:
+        known = [c for c in json.loads(row["commands"]) if not (replacing and c.startswith(replacing))]
         known += [c for c in commands if c not in known]
         self.db.execute("UPDATE runs SET commands = ? WHERE id = ?", (json.dumps(known), row["id"]))
 
