@@ -5,8 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# The machine first: the suite's time is mostly compiles, whose CPU time per build differed 2.5-3.1x
-# between two CPU models here (README), so a duration means little without it.
+# The machine first: the suite's time is mostly compiles, and it has taken from 25 to 76 minutes on
+# the machines here (README), so a duration is read with the machine it ran on.
 .venv/bin/python -c 'from pgolab.host import Host; print("tests on:", Host.this().describe())'
 # The import graph first (a second): no cycle, no upward import between layers, every module placed.
 .venv/bin/python scripts/check_imports.py

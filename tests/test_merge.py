@@ -188,11 +188,21 @@ def test_what_a_shard_did_not_build_is_said_in_the_merged_run_unless_another_sha
     filled = merge.merge(store, ["a", "b"], "m2", "test", fill=["native"])
     facts = report.compute(store, filled.run_id).facts
     assert not any("not built" in f for f in facts), facts
-    # A note of a label nobody measured stays, also beside a measured one whose name contains it.
+    # A note of a label nobody measured stays, also where its name contains measured labels; so
+    # does one of replicates the fill run did not make.
     other = "not built: rel_native_lto_clang, which no measure of this run can measure on Some CPU (cost: avx512f here)"
-    shard_run(tmp_path, store, "c", ["base", "pgo"], {}, notes=[other])
+    twice = "not built: rel_native, rel_native+r2, which no measure of this run can measure on Some CPU (cost: ...)"
+    shard_run(tmp_path, store, "c", ["base", "pgo"], {}, notes=[other, twice])
     kept = merge.merge(store, ["a", "c"], "m3", "test", fill=["native"])
-    assert [f for f in report.compute(store, kept.run_id).facts if "not built" in f] == [f"{other} (shard c)"]
+    assert [f for f in report.compute(store, kept.run_id).facts if "not built" in f] == [
+        f"{other} (shard c)", f"{twice} (shard c)"]
+    # The same merge made again once its shards hold more: its notes are made anew, not added to.
+    from pgolab.store import NOT_BUILT
+    rows = merge.merged_rows(merge.load(store, ["a", "b"], 2), "m", "test")
+    assert any(c.startswith(NOT_BUILT) for c in json.loads(rows["run"]["commands"]))
+    rows["run"]["commands"] = json.dumps([c for c in json.loads(rows["run"]["commands"]) if not c.startswith(NOT_BUILT)])
+    assert store.add_rows(rows)[0] == merged.run_id
+    assert not any("not built" in f for f in report.compute(store, merged.run_id).facts)
 
 
 def test_axis_twins_in_two_shards_are_read_through_each_shards_base(tmp_path, monkeypatch):

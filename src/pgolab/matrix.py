@@ -223,8 +223,9 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
                            result.record.installation(), result.record) for tree, result in built_in_trees]
     built = time.monotonic()
     cpu = Host.this().model() if left_out else ""
-    notes = [f"{NOT_BUILT}{name}, which no measure of this run can measure on {cpu} ({why})"
-             for name, why in left_out.items()]
+    # Every replicate label of a variant left out is named: a merge drops the note only once all are measured.
+    notes = [f"{NOT_BUILT}{', '.join(replicates.labels(name, request.replicates))}, "
+             f"which no measure of this run can measure on {cpu} ({why})" for name, why in left_out.items()]
     run_id = bench.run_bench(store, request.run_name, base, targets + request.binaries, request.options,
                              command, progress.bench_step, notes=notes)
     result = MatrixResult(run_id, results, built - started, time.monotonic() - built, left_out=left_out)

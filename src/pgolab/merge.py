@@ -247,15 +247,11 @@ def merged_rows(shards: list[Shard], name: str, command: str, dropped: set[str] 
     run = dict(shards[0].rows["run"])
     notes = [command, f"merged from {', '.join(s.name for s in shards)}: shard k's instance i is instance "
                       f"{INSTANCE_STRIDE}·k + i; every build is read against its own shard's base", *notes]
-    # A shard's note of what it did not build, unless other shards measured all it names (a -march=native
-    # build a shard on an AVX-512 CPU left out, measured by a fill run on a CPU without).
+    # A shard's note of what it did not build, unless the shards measured every label it names (a
+    # -march=native build a shard on an AVX-512 CPU left out, measured by a fill run on a CPU without).
     measured = {s["label"] for shard in shards for s in shard.rows["samples"] if s["mode"] not in dropped}
-    labels = {t["label"] for shard in shards for t in shard.rows["targets"]}
-    def measured_elsewhere(line: str) -> bool:
-        named = labels_named(line, labels)
-        return bool(named) and named <= measured
     notes += [f"{line} (shard {s.name})" for s in shards for line in not_built(json.loads(s.rows["run"]["commands"]))
-              if not measured_elsewhere(line)]
+              if not labels_named(line) <= measured]
     # merged_from identifies the merge; the rest describes it (MergedShards.DESCRIBED): a run merged
     # before those keys existed is the same merge.
     identity = {"merged_from": [_identity(s) for s in shards],

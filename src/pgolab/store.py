@@ -161,9 +161,11 @@ def not_built(commands: list[str]) -> list[str]:
     return [c for c in commands if c.startswith(NOT_BUILT)]
 
 
-def labels_named(note: str, labels: set[str]) -> set[str]:
-    """Which of `labels` a note names, each as a whole name (rel_native is not named by rel_native_lto)."""
-    return {label for label in labels if re.search(rf"(?<![\w+]){re.escape(label)}(?![\w+])", note)}
+def labels_named(note: str) -> set[str]:
+    """The labels a not-built note names: its list before the reason (", which ..." from a matrix or
+    the cluster's client, " on the bench host ..." from the bench host)."""
+    names = re.split(r", which | on the bench host", note.removeprefix(NOT_BUILT), maxsplit=1)[0]
+    return {name.strip() for name in names.split(", ")}
 
 
 @dataclass(frozen=True)
@@ -425,7 +427,9 @@ class Store:
                 run_id = self._insert("runs", {c: run[c] for c in self.RUN_COLUMNS})
             else:
                 run_id = row["id"]
-                self._add_commands(row, json.loads(run["commands"]))
+                # A merged run's notes of what no shard measured are made anew by each merge: a label
+                # a shard or fill run has measured since is no longer noted.
+                self._add_commands(row, json.loads(run["commands"]), replacing=(NOT_BUILT,) if described else ())
                 if described:
                     stored = json.loads(row["identity"])
                     stored.update({k: identity[k] for k in described if k in identity})

@@ -2,8 +2,9 @@
 # Issue 30: the PostgreSQL 15 matrix (the 20 published builds and the BOLT twin of every PGO build, cost
 # on the full suite) in 6 shards, one per working session, each on whatever machine that session has.
 # Shard K builds its share and the base and measures their cost; its run is exported to shardK.run.gz,
-# which is committed: the next machine does not need this one's builds. When all six are here,
-# PROOF_STEPS=merge puts them together (pgolab merge checks that the six bases are one anchor).
+# which is committed: the next machine does not need this one's builds. PROOF_STEPS=merge puts every
+# shard here together, with the native piece's -march=native builds as a fill (pgolab merge checks
+# that the bases are one anchor); shard 6's builds are all the native piece's.
 #   bash docs/results/queue.sh postgresql-15-matrix-shards@3        # shard 3 of 6
 #   bash docs/results/queue.sh postgresql-15-matrix-shards@native   # the -march=native builds' cost, on a CPU without AVX-512
 #   bash docs/results/queue.sh postgresql-15-matrix-shards@merge
