@@ -319,13 +319,13 @@ def run(address: str, shares_: list[Share], store: Store, name: str, command: st
             clock_run = store.run(result.run_name).id
             say(f"wall-clock run {result.run_name} on {result.worker}: {result.samples} samples "
                 f"({imported.samples_added} new here)")
-            apart = [line] if (line := measured_apart_line(store, outcome.measured, result.run_name)) else []
-            for line in apart:
-                say(line)
+            apart = measured_apart_line(store, outcome.measured, result.run_name)
+            if apart:
+                say(apart)
             # Said anew on each run: an earlier run's lines of these go (the bench host, what it built
             # itself and the binaries apart may have changed, or its name be spelt otherwise).
             store.add_commands(merged.run_id, [f"{ON_BENCH_HOST}{result.worker}, every build on that one machine: "
-                                               f"run {result.run_name}", *rebuilt, *apart],
+                                               f"run {result.run_name}", *rebuilt, *filter(None, [apart])],
                                replacing=(ON_BENCH_HOST, BUILT_ON_BENCH_HOST, MEASURED_APART))
             per_machine = {result.worker: clock_run}
     finally:

@@ -1,22 +1,20 @@
 # The base rel_o2nofp (one binary by digest) measured in shard 1 (AMD EPYC family 26) and in the
 # native piece (family 25): per test, how far its cost per query moved between the two CPU models.
-# Usage: python3 base-across-cpus.py results.sqlite
-import sqlite3, json, statistics, sys
-db = sqlite3.connect(sys.argv[1])
-def per_test(run, label="rel_o2nofp", key="instructions"):
-    rows = db.execute("SELECT s.micro, s.vals FROM samples s JOIN runs r ON r.id = s.run_id "
-                      "WHERE r.name = ? AND s.label = ? AND s.mode = 'cost'", (run, label)).fetchall()
-    out = {}
-    for micro, vals in rows:
-        v = json.loads(vals)
-        if v.get(key):
-            out.setdefault(micro, []).append(v[key])
-    return {m: statistics.mean(v) for m, v in out.items()}
-for key in ("instructions", "cycles", "i1_misses"):
-    a, b = per_test("pg15-shard1-of-6-91b545b4", key=key), per_test("pg15-shard-native-12650e19", key=key)
-    common = sorted(set(a) & set(b))
-    d = [abs(b[m] / a[m] - 1) for m in common]
-    worst = max(common, key=lambda m: abs(b[m] / a[m] - 1))
-    ro = [abs(b[m] / a[m] - 1) for m in common if not m.startswith("writes/")]
-    print(f"{key}: {len(common)} tests; median |diff| {statistics.median(d)*100:.2f} %, max {max(d)*100:.2f} % ({worst}); "
-          f"read-only tests: median {statistics.median(ro)*100:.2f} %, max {max(ro)*100:.2f} %")
+# The per-test means are pgolab merge's own (merge.cost_per_query, which its anchor check reads).
+# Usage: .venv/bin/python docs/results/postgresql-15-matrix-shards/base-across-cpus.py results.sqlite
+import statistics
+import sys
+
+from pgolab import merge
+from pgolab.store import Store
+
+KEYS = ("instructions", "cycles", "i1_misses")
+first, native = merge.load(Store(sys.argv[1]), ["pg15-shard1-of-6-91b545b4", "pg15-shard-native-12650e19"])
+a, b = (merge.cost_per_query(shard, "rel_o2nofp", KEYS) for shard in (first, native))
+for key in KEYS:
+    moved = {micro: abs(b[(micro, k)] / a[(micro, k)] - 1) for micro, k in a if k == key and (micro, k) in b}
+    worst = max(moved, key=moved.get)
+    read_only = [d for micro, d in moved.items() if not micro.startswith("writes/")]
+    print(f"{key}: {len(moved)} tests; median |diff| {statistics.median(moved.values())*100:.2f} %, max "
+          f"{moved[worst]*100:.2f} % ({worst}); read-only tests: median {statistics.median(read_only)*100:.2f} %, "
+          f"max {max(read_only)*100:.2f} %")
