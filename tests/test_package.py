@@ -120,12 +120,15 @@ def test_a_debian_configured_build_is_a_drop_in_deb_and_a_tarball(pg_tree, tmp_p
     server = subprocess.Popen([*as_user, str(bindir / "postgres"), "-D", str(data), "-c", "listen_addresses=",
                                "-k", str(sock), "-p", "5499"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        for _ in range(100):
-            if (sock / ".s.PGSQL.5499").exists():
+        # The socket appears before the server accepts connections ("the database system is starting
+        # up", seen in CI): ask again until it answers or the server has had a minute.
+        deadline = time.monotonic() + 60
+        while True:
+            psql = subprocess.run([*as_user, str(bindir / "psql"), "-h", str(sock), "-p", "5499", "-d", "postgres",
+                                   "-Atc", "SELECT version()"], capture_output=True, text=True)
+            if psql.returncode == 0 or time.monotonic() > deadline or server.poll() is not None:
                 break
             time.sleep(0.2)
-        psql = subprocess.run([*as_user, str(bindir / "psql"), "-h", str(sock), "-p", "5499", "-d", "postgres",
-                               "-Atc", "SELECT version()"], capture_output=True, text=True)
         assert psql.returncode == 0 and f"(Debian {version})" in psql.stdout, psql.stderr
         pid = (data / "postmaster.pid").read_text().split()[0]
         assert Path(f"/proc/{pid}/exe").resolve() == (bindir / "postgres").resolve()
