@@ -48,7 +48,7 @@ from .phases import QuietReporter
 from .runner import home_runner
 from .schedule import Progress
 from .shipping import BuildOnWorker, PackedInstall
-from .store import NOT_BUILT, Store
+from .store import Store, not_built_note
 from .variants import Variant, parse
 from .workloads import TrainingSpec
 
@@ -257,7 +257,7 @@ def bench_on_host(task: BenchHostTask, builds: list[Unpacked], command: str, not
     The run's name ends in the binaries' digest: another set of builds is another run, not a clash
     with the first."""
     targets = [b.target for b in builds if b.target is not None]
-    notes = [*notes, *(f"{NOT_BUILT}{b.label} on the bench host: {b.left_out}" for b in builds if b.left_out)]
+    notes = [*notes, *(not_built_note([b.label], f"on the bench host: {b.left_out}") for b in builds if b.left_out)]
     store = Store(paths.home() / "cluster-runs.sqlite")
     run_id = run_bench(store, f"{task.run_name}-{{binaries}}", task.base, targets, task.options, command, notes=notes)
     name = store.run(run_id).name
@@ -423,7 +423,7 @@ def _run_shares(client, shares_: list[Share], store: Store, say: Callable[[str],
         done += 1
         variants = ', '.join(share.variants)
         say(f"[{done}/{len(shares_)}] {variants} not built, {which}")
-        outcome.not_built.append(f"{NOT_BUILT}{variants}, {which}")
+        outcome.not_built.append(not_built_note(share.variants, which))
         outcome.no_build[share.run_name] = f"not built by the workers, {which}"
 
     while pending:
@@ -561,7 +561,7 @@ class _BenchHost:
                 raise
             except PgolabError as exc:     # the others are still measured
                 self.say(f"{variants} could not be built on the bench host: {exc.message}")
-                notes.append(f"{NOT_BUILT}{variants} on the bench host, whose build failed: {exc.message}")
+                notes.append(not_built_note(share.variants, f"on the bench host, whose build failed: {exc.message}"))
                 continue
             self.receive([(self.address, b) for b in result.builds])
             said.append(f"{BUILT_ON_BENCH_HOST}{result.worker} for wall-clock figures alone: {variants} ({why})")

@@ -27,7 +27,7 @@ from .measures import Measure, of_modes
 from .phases import Reporter
 from .schedule import Progress
 from .sources import SourceTree
-from .store import NOT_BUILT, Store
+from .store import Store, not_built_note
 from .toolchains import compiler_family
 from .variants import Variant
 from .workloads import TrainingSpec
@@ -224,8 +224,8 @@ def run_matrix(request: MatrixRequest, store: Store, progress: MatrixProgress, c
     built = time.monotonic()
     cpu = Host.this().model() if left_out else ""
     # Every replicate label of a variant left out is named: a merge drops the note only once all are measured.
-    notes = [f"{NOT_BUILT}{', '.join(replicates.labels(name, request.replicates))}, "
-             f"which no measure of this run can measure on {cpu} ({why})" for name, why in left_out.items()]
+    notes = [not_built_note(replicates.labels(name, request.replicates),
+                            f"which no measure of this run can measure on {cpu} ({why})") for name, why in left_out.items()]
     run_id = bench.run_bench(store, request.run_name, base, targets + request.binaries, request.options,
                              command, progress.bench_step, notes=notes)
     result = MatrixResult(run_id, results, built - started, time.monotonic() - built, left_out=left_out)

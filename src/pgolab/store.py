@@ -13,6 +13,7 @@ import json
 import re
 import sqlite3
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,9 +162,15 @@ def not_built(commands: list[str]) -> list[str]:
     return [c for c in commands if c.startswith(NOT_BUILT)]
 
 
+def not_built_note(labels: Iterable[str], why: str) -> str:
+    """The note a run keeps of labels it did not build, in the one shape `labels_named` reads back:
+    their list, then why ("which ..." after a comma, or "on the bench host ...")."""
+    assert why.startswith(("which ", "on the bench host")), why
+    return f"{NOT_BUILT}{', '.join(labels)}{',' if why.startswith('which ') else ''} {why}"
+
+
 def labels_named(note: str) -> set[str]:
-    """The labels a not-built note names: its list before the reason (", which ..." from a matrix or
-    the cluster's client, " on the bench host ..." from the bench host)."""
+    """The labels a not-built note names (`not_built_note`): its list before the reason."""
     names = re.split(r", which | on the bench host", note.removeprefix(NOT_BUILT), maxsplit=1)[0]
     return {name.strip() for name in names.split(", ")}
 
