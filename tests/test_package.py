@@ -117,19 +117,24 @@ def test_a_debian_configured_build_is_a_drop_in_deb_and_a_tarball(pg_tree, tmp_p
     setup = subprocess.run([*as_user, str(top / "setup-datadir"), str(data)], capture_output=True, text=True)
     assert setup.returncode == 0, setup.stdout + setup.stderr
     bindir = top / "usr/lib/postgresql/15/bin"
-    server = subprocess.Popen([*as_user, str(bindir / "postgres"), "-D", str(data), "-c", "listen_addresses=",
-                               "-k", str(sock), "-p", "5499"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server_log = unpacked / "server.log"
+    with server_log.open("w") as log:
+        server = subprocess.Popen([*as_user, str(bindir / "postgres"), "-D", str(data), "-c", "listen_addresses=",
+                                   "-k", str(sock), "-p", "5499"], stdout=subprocess.DEVNULL, stderr=log)
     try:
         # The socket appears before the server accepts connections ("the database system is starting
-        # up", seen in CI): ask again until it answers or the server has had a minute.
+        # up", seen in CI): ask again while it is not there or says so, for a minute at most.
         deadline = time.monotonic() + 60
         while True:
-            psql = subprocess.run([*as_user, str(bindir / "psql"), "-h", str(sock), "-p", "5499", "-d", "postgres",
-                                   "-Atc", "SELECT version()"], capture_output=True, text=True)
-            if psql.returncode == 0 or time.monotonic() > deadline or server.poll() is not None:
+            psql = subprocess.run([*as_user, str(bindir / "psql"), "-w", "-h", str(sock), "-p", "5499", "-d", "postgres",
+                                   "-Atc", "SELECT version()"], capture_output=True, text=True, timeout=30,
+                                  stdin=subprocess.DEVNULL)
+            starting = any(s in psql.stderr for s in ("starting up", "No such file or directory", "Connection refused"))
+            if not starting or time.monotonic() > deadline or server.poll() is not None:
                 break
             time.sleep(0.2)
-        assert psql.returncode == 0 and f"(Debian {version})" in psql.stdout, psql.stderr
+        assert psql.returncode == 0 and f"(Debian {version})" in psql.stdout, \
+            psql.stderr + "\nserver log:\n" + server_log.read_text()[-2000:]
         pid = (data / "postmaster.pid").read_text().split()[0]
         assert Path(f"/proc/{pid}/exe").resolve() == (bindir / "postgres").resolve()
         ldd = subprocess.run(["ldd", str(bindir / "psql")], capture_output=True, text=True).stdout

@@ -165,7 +165,8 @@ def not_built(commands: list[str]) -> list[str]:
 def not_built_note(labels: Iterable[str], why: str) -> str:
     """The note a run keeps of labels it did not build, in the one shape `labels_named` reads back:
     their list, then why ("which ..." after a comma, or "on the bench host ...")."""
-    assert why.startswith(("which ", "on the bench host")), why
+    if not why.startswith(("which ", "on the bench host")):
+        raise ValueError(f"a not-built note's reason starts with 'which ' or 'on the bench host': {why!r}")
     return f"{NOT_BUILT}{', '.join(labels)}{',' if why.startswith('which ') else ''} {why}"
 
 
