@@ -15,9 +15,11 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 export PGOLAB_HOME=${PGOLAB_HOME:-/var/cache/pgolab}
 CODE=$PGOLAB_HOME/proof-code
 PROOFS=$PGOLAB_HOME/proofs
-# The open pieces, each sized to one 3-hour session on a new machine, in the order the issues rank
-# them: the PostgreSQL and MariaDB matrices in shards
-# (issue 30), the MySQL table's shards (issue 31), MySQL training, then issue 35's layout proof. A
+# The open pieces, each sized to one 3-hour session on a new machine, in this order: the PostgreSQL
+# and MariaDB matrices in shards (issue 30); then issue 35's three proofs, the MariaDB layout axes
+# and the `pgolab best` searches on PostgreSQL and MariaDB (a search resumes only on the machine that
+# started it, and may take two sessions there), put before the MySQL table because they are three
+# pieces where the table is sixteen; then the MySQL table's shards and MySQL training (issue 31). A
 # shard whose run file is committed is skipped, so a bare `queue.sh` goes on where the committed work
 # stops; remove a finished proof from this list (on a new machine it would build and measure anew).
 # A piece that needs a CPU without AVX-512 (the -march=native builds' cost) says so and is passed over;
@@ -25,8 +27,8 @@ PROOFS=$PGOLAB_HOME/proofs
 # FOLDER@STEPS runs only those steps of a folder's run.sh (PROOF_STEPS).
 ORDER=(postgresql-15-matrix-shards@{1..6} postgresql-15-matrix-shards@native postgresql-15-matrix-shards@merge
        mariadb-10.11-matrix@{1..7} mariadb-10.11-matrix@native mariadb-10.11-matrix@merge
-       mysql-9.7-table@{1..15} mysql-9.7-table@merge
-       mysql-9.7-training mariadb-10.11-layout)
+       mariadb-10.11-layout postgresql-15-best mariadb-10.11-best
+       mysql-9.7-table@{1..15} mysql-9.7-table@merge mysql-9.7-training)
 # A CPU without AVX-512 is rare here (every machine until 2026-11-29 had it; 2026-12-01's had not):
 # on one, the pieces only it can run come first, the PostgreSQL one followed by its merge.
 if ! grep -qw avx512f /proc/cpuinfo; then
