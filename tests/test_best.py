@@ -137,3 +137,74 @@ def test_the_path_report_exports_in_every_format(tmp_path):
     files = export(best.path_report(result, "postgresql 15.18"), tmp_path)
     assert "rel_native_lto_pgo_use_clang19" in files["markdown"].read_text()
     assert (tmp_path / "best_path.csv").exists() and files["html"].exists()
+
+
+def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_machine(tmp_path, monkeypatch):
+    """A store brought to a new machine holds round 1, finished elsewhere: the real executor reads its
+    verdict from that run and builds nothing; a run of other options, or one not finished, is not read."""
+    from dataclasses import replace
+
+    import pytest
+
+    from pgolab import bench, matrix
+    from pgolab.fleet import BenchTarget
+    from pgolab.record import BuildRecord, SourceInfo
+    from pgolab.sources import SourceTree
+    from pgolab.store import Store
+    from pgolab.workloads import parse_train
+    from test_measures import FakeFleet, FakeInstallation
+    from test_merge import OPTIONS, ShardCost
+    from test_runfile import another_machine
+
+    start = parse(best.START)
+    ahead = best.candidates(start, best.AXES)[:2]
+    speeds = {start.name: 1.0, ahead[0].name: 1.10, ahead[1].name: 0.95}
+    store = Store(tmp_path / "results.sqlite")
+
+    train = parse_train("mix", 60)
+
+    def stored_round(name: str, options, version="15.18", training=train.label) -> None:
+        targets = []
+        for label in speeds:
+            binary = tmp_path / name / label
+            binary.parent.mkdir(parents=True, exist_ok=True)
+            binary.write_bytes(label.encode())
+            record = BuildRecord(label, label, "clang", "postgresql", SourceInfo(version=version), {}, {}, str(binary),
+                                 "/i", "/l", training=training)
+            targets.append(BenchTarget(label, BuildRecord.kind, FakeInstallation(binary), record))
+        bench.run_bench(store, name, start.name, targets, options, "pgolab best (elsewhere)",
+                        measures=[ShardCost(speeds)], fleet_factory=FakeFleet)
+
+    with monkeypatch.context() as m:
+        another_machine(m)
+        stored_round("s-round1-0123456789ab", OPTIONS)
+        stored_round("s-round1-ba9876543210", replace(OPTIONS, cost_scale=0.5))   # other options: not this search's
+        stored_round("s-round1-aaaaaaaaaaaa", OPTIONS, version="18.6")           # another source
+        stored_round("s-round1-bbbbbbbbbbbb", OPTIONS, training=parse_train("sysbench", 60).label)   # another training
+    assert {r.status for r in store.runs()} == {"finished"}
+
+    built = []
+
+    def no_matrix(request, *args, **kwargs):
+        built.append(request.run_name)
+        raise AssertionError("built and measured again")
+
+    monkeypatch.setattr(best, "run_matrix", no_matrix)
+    tree = SourceTree(tmp_path, "postgresql", "15.18", "test")
+    request = matrix.MatrixRequest([tree], [start], start.name, train, OPTIONS, "s")
+    said = []
+    rounds = best.MatrixRounds(request, store, None, "pgolab best", say=said.append)
+    run, ratios = rounds.measure(1, start, ahead)
+    assert run == "s-round1-0123456789ab" and not built
+    assert ratios[ahead[0].name].value == pytest.approx(1.10) and ratios[ahead[1].name].value == pytest.approx(0.95)
+    stored = store.run(run)
+    assert stored.host.hostname == "elsewhere" and said == [
+        f"round 1: read from the finished run {run} (measured on {stored.host.model()}), not built or measured again"]
+    # Round 2 from the kept build has no finished run: it is built and measured here.
+    with pytest.raises(AssertionError, match="built and measured again"):
+        rounds.measure(2, ahead[0], best.candidates(ahead[0], best.AXES)[:1])
+    assert built == ["s-round2-{binaries}"]
+    # Asked with the other options, the other run is read; with a candidate more, neither is.
+    other = best.MatrixRounds(replace(request, options=replace(OPTIONS, cost_scale=0.5)), store, None, "")
+    assert other.measure(1, start, ahead)[0] == "s-round1-ba9876543210"
+    assert rounds.finished_round(1, start, best.candidates(start, best.AXES)[:3]) is None

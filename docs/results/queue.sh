@@ -17,8 +17,8 @@ CODE=$PGOLAB_HOME/proof-code
 PROOFS=$PGOLAB_HOME/proofs
 # The open pieces, each sized to one 3-hour session on a new machine, in this order: the PostgreSQL
 # and MariaDB matrices in shards (issue 30); then issue 35's three proofs, the MariaDB layout axes
-# and the `pgolab best` searches on PostgreSQL and MariaDB (a search resumes only on the machine that
-# started it, and may take two sessions there), put before the MySQL table because they are three
+# and the `pgolab best` searches on PostgreSQL and MariaDB (a search goes on from its last finished
+# round on any machine, given the committed store; an unfinished round starts again), put before the MySQL table because they are three
 # pieces where the table is sixteen; then the MySQL table's shards and MySQL training (issue 31). A
 # shard whose run file is committed is skipped, so a bare `queue.sh` goes on where the committed work
 # stops; remove a finished proof from this list (on a new machine it would build and measure anew).

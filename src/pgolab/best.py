@@ -24,11 +24,12 @@ from .build import order_refusal
 from .document import Column, Report, Table
 from .errors import PgolabError
 from .matrix import MatrixProgress, MatrixRequest, run_matrix
-from .measurement import MODEL_FIGURE
+from .measurement import MODEL_FIGURE, BenchOptions
 from .measures import MEASURES
+from .record import BuildRecord
 from .report import analysis_of
 from .stats import Estimate
-from .store import Store
+from .store import Store, StoredRun
 from .variants import AXES, Axis, Variant, parse
 
 # The best build of the published MySQL 8.0.28 table (clang PGO+LTO, 1.77x).
@@ -140,8 +141,11 @@ def search(start: Variant, executor: RoundExecutor, min_gain: float = 0.0,
         current = parse(kept)
 
 
-def path_report(result: SearchResult, source: str, confirm_run: str | None = None) -> Report:
-    """The path the search took, one row per build measured, as a report of its own."""
+def path_report(result: SearchResult, source: str, confirm_run: str | None = None,
+                machines: dict[str, str] | None = None) -> Report:
+    """The path the search took, one row per build measured, as a report of its own; `machines` gives
+    the CPU model of each round's run (rounds read from another machine's store were measured there)."""
+    machines = machines or {}
     total = result.against_start()
     rows = []
     for r in result.rounds:
@@ -149,19 +153,21 @@ def path_report(result: SearchResult, source: str, confirm_run: str | None = Non
             rows.append({"round": r.index, "from": r.current, "axis": axis_added(parse(r.current), parse(name)),
                          "build": name, "rcost": estimate, "verdict": estimate.verdict(),
                          "against_start": round(total[name], 4),
-                         "kept": "kept" if name == r.kept else "", "run": r.run})
+                         "kept": "kept" if name == r.kept else "", "run": r.run,
+                         "machine": machines.get(r.run, "")})
         for name, why in r.skipped.items():
             rows.append({"round": r.index, "from": r.current, "axis": axis_added(parse(r.current), parse(name)),
                          "build": name, "rcost": None, "verdict": f"not measured: {why}", "against_start": None,
-                         "kept": "", "run": ""})
+                         "kept": "", "run": "", "machine": ""})
     table = Table("best_path", "The search: each round's builds against the build it started from (cost mode)",
                   [Column("round", "round"), Column("from", "from"), Column("axis", "axis added"),
                    Column("build", "build"), Column("rcost", "rCost"), Column("verdict", "verdict"),
                    Column("against_start", f"rCost vs {result.start}"), Column("kept", "kept"),
-                   Column("run", "stored run")], rows,
+                   Column("run", "stored run"), Column("machine", "measured on")], rows,
                   note="rCost: estimated cycles per query of the round's start over the build's (> 1: cheaper); "
                        "a build is kept when its whole interval lies above 1 + the gain asked for. "
-                       "The column against the start multiplies the ratios along the path.")
+                       "The column against the start multiplies the ratios along the path; where rounds were "
+                       "measured on different machines, their PGO builds are different binaries of one variant.")
     runner_up = result.runner_up()
     facts = [f"source {source}; start {result.start}; minimum gain {result.min_gain:.1%}",
              f"winner {result.winner} (estimated cycles {total[result.winner]:.3f}x cheaper than the start); "
@@ -187,17 +193,49 @@ def spent_hours(run_names: list[str]) -> float:
 class MatrixRounds:
     """The real executor: each round a matrix of the round's start and its candidates (builds up to
     date are skipped), measured in cost mode against the start, in one store. The stored run is
-    named after the round and the binaries, so a rebuild on another machine starts a run of its own."""
+    named after the round and the binaries. A round the store holds a finished run of (the same
+    builds and options, measured on any machine: a committed store brought to a new one, whose PGO
+    builds are other binaries) is read from that run, not built and measured again: a round compares
+    its builds within one run, so its verdict stands, and the search goes on where it stopped."""
 
-    def __init__(self, request: MatrixRequest, store: Store, progress: MatrixProgress, command: str):
-        self.request, self.store, self.progress, self.command = request, store, progress, command
+    def __init__(self, request: MatrixRequest, store: Store, progress: MatrixProgress, command: str,
+                 say=lambda line: None):
+        self.request, self.store, self.progress, self.command, self.say = request, store, progress, command, say
         self.runs: list[str] = []
 
+    def finished_round(self, index: int, current: Variant, candidates: list[Variant]) -> StoredRun | None:
+        """The newest finished run of this round of the search with these builds, of this source and
+        training, measured with these options, if any."""
+        prefix = f"{self.request.run_name}-round{index}-"
+        labels = {current.name, *(c.name for c in candidates)}
+        return next((run for run in reversed(self.store.runs())
+                     if run.name.startswith(prefix) and run.status == "finished" and run.base == current.name
+                     and self._same_options(run.options) and self._same_builds(run, labels)), None)
+
+    def _same_options(self, stored: BenchOptions) -> bool:
+        asked = self.request.options
+        # A run keeps the cost tolerance it was measured with: the servers' own where none was asked.
+        return stored == (asked if asked.cost_tolerance is not None else replace(asked, cost_tolerance=stored.cost_tolerance))
+
+    def _same_builds(self, run: StoredRun, labels: set[str]) -> bool:
+        """The run's targets are these labels, each a build of one of the search's sources, trained
+        (where it was) with the search's training."""
+        targets = self.store.targets(run.id)
+        sources = {(tree.server, tree.version) for tree in self.request.sources}
+        return {t.label for t in targets} == labels and all(
+            isinstance(record := t.description, BuildRecord) and (record.server, record.source.version) in sources
+            and record.training in (None, self.request.train.label) for t in targets)
+
     def measure(self, index: int, current: Variant, candidates: list[Variant]) -> tuple[str, dict[str, Estimate]]:
-        request = replace(self.request, variants=[current, *candidates], base=current.name,
-                          run_name=f"{self.request.run_name}-round{index}-{{binaries}}", binaries=[])
-        result = run_matrix(request, self.store, self.progress, self.command)
-        run, analysis = analysis_of(self.store, result.run_id)
+        if (earlier := self.finished_round(index, current, candidates)) is not None:
+            self.say(f"round {index}: read from the finished run {earlier.name} (measured on "
+                     f"{earlier.host.model()}), not built or measured again")
+            run_id = earlier.id
+        else:
+            request = replace(self.request, variants=[current, *candidates], base=current.name,
+                              run_name=f"{self.request.run_name}-round{index}-{{binaries}}", binaries=[])
+            run_id = run_matrix(request, self.store, self.progress, self.command).run_id
+        run, analysis = analysis_of(self.store, run_id)
         self.runs.append(run.name)
         ratios = {}
         for c in candidates:

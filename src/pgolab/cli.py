@@ -695,12 +695,13 @@ def best_cmd(
     store = Store(store_path)
     console.print(f"source: {tree.server} {tree.version}; search from {start}; store {store.path}")
     with _progress_display() as progress:
-        rounds = best.MatrixRounds(request, store, RichMatrixProgress(progress), _command_line())
+        rounds = best.MatrixRounds(request, store, RichMatrixProgress(progress), _command_line(), say=console.print)
         result = best.search(start_variant, rounds, min_gain=_fraction(min_gain) or 0.0, budget_hours=budget,
                              axes=variants_mod.axes_named(axes) if axes else variants_mod.AXES)
         confirm_id = None if no_confirm else rounds.confirm(result)
     confirm_name = store.run(confirm_id).name if confirm_id else None
-    path = best.path_report(result, f"{tree.server} {tree.version}", confirm_name)
+    path = best.path_report(result, f"{tree.server} {tree.version}", confirm_name,
+                            {r.name: r.host.model() for r in store.runs()})
     print_terminal(path, out)
     if out_dir:
         export(path, out_dir / "path")

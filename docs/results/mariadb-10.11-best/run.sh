@@ -11,7 +11,8 @@
 # Estimated, not run: round 1 is two PGO cycles (the start, LLVM 19), three optimized builds reading
 # the start's profile and one BOLT pass, about three hours with the machine to itself; a round is a
 # stored matrix run named after its binaries, so running this again on the same machine goes on where
-# it stopped, and a new machine (other PGO binaries) starts again.
+# it stopped, and a new machine given the committed store reads every finished round from it and
+# builds only from the last one on (an unfinished round starts again there: other PGO binaries).
 . "$(dirname "$0")/../proof-env.sh"
 S=$($P source mariadb --version 10.11.18)
 BEST=($P best "$S" --axes clang19,split,hotcold,noplt,bolt --suite quick --cost-jobs 2 --cost-scale 0.25
