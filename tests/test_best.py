@@ -134,6 +134,9 @@ def test_the_search_can_be_kept_to_some_axes():
 def test_the_path_report_exports_in_every_format(tmp_path):
     from pgolab.render import export
     result = best.search(parse(best.START), FakeRounds())
+    chained = best.path_report(result, "postgresql 15.18", machines={"round1": "elsewhere, EPYC", "round2": "here, EPYC"})
+    assert any(f.startswith("rounds measured on 2 machines") for f in chained.facts)
+    assert not any("machines" in f for f in best.path_report(result, "postgresql 15.18").facts)
     files = export(best.path_report(result, "postgresql 15.18"), tmp_path)
     assert "rel_native_lto_pgo_use_clang19" in files["markdown"].read_text()
     assert (tmp_path / "best_path.csv").exists() and files["html"].exists()
@@ -141,15 +144,16 @@ def test_the_path_report_exports_in_every_format(tmp_path):
 
 def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_machine(tmp_path, monkeypatch):
     """A store brought to a new machine holds round 1, finished elsewhere: the real executor reads its
-    verdict from that run and builds nothing; a run of other options, or one not finished, is not read."""
+    verdict from that run and builds nothing. A run of another experiment or other builds is not read,
+    however new: each differs from the one that is read in one respect."""
     from dataclasses import replace
 
     import pytest
 
-    from pgolab import bench, matrix
+    from pgolab import bench, matrix, sources
     from pgolab.fleet import BenchTarget
+    from pgolab.measures.callgrind import CACHE_GEOMETRY, CYCLE_FORMULA
     from pgolab.record import BuildRecord, SourceInfo
-    from pgolab.sources import SourceTree
     from pgolab.store import Store
     from pgolab.workloads import parse_train
     from test_measures import FakeFleet, FakeInstallation
@@ -160,28 +164,49 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
     ahead = best.candidates(start, best.AXES)[:2]
     speeds = {start.name: 1.0, ahead[0].name: 1.10, ahead[1].name: 0.95}
     store = Store(tmp_path / "results.sqlite")
-
+    tree_path = tmp_path / "postgresql-15"
+    tree_path.mkdir()
+    (tree_path / "configure").write_text("the tree")
+    tree = sources.SourceTree(tree_path, "postgresql", "15.18", "test")
     train = parse_train("mix", 60)
 
-    def stored_round(name: str, options, version="15.18", training=train.label) -> None:
+    class ModelCost(ShardCost):
+        def __init__(self, speeds, cycles=CYCLE_FORMULA):
+            super().__init__(speeds)
+            self.cycles = cycles
+
+        def identity(self):
+            return {"cost_method": {"cache_geometry": CACHE_GEOMETRY, "cycles": self.cycles, "valgrind": "elsewhere's"}}
+
+    def stored_round(name: str, options=OPTIONS, base=start.name, content=None, training=train,
+                     cycles=CYCLE_FORMULA, status="finished") -> None:
         targets = []
         for label in speeds:
             binary = tmp_path / name / label
             binary.parent.mkdir(parents=True, exist_ok=True)
             binary.write_bytes(label.encode())
-            record = BuildRecord(label, label, "clang", "postgresql", SourceInfo(version=version), {}, {}, str(binary),
-                                 "/i", "/l", training=training)
-            targets.append(BenchTarget(label, BuildRecord.kind, FakeInstallation(binary), record))
-        bench.run_bench(store, name, start.name, targets, options, "pgolab best (elsewhere)",
-                        measures=[ShardCost(speeds)], fleet_factory=FakeFleet)
+            source = SourceInfo(version="15.18", content_digest=content or sources.content_digest(tree_path))
+            record = BuildRecord(label, label, "clang", "postgresql", source, {}, {}, str(binary), "/i", "/l",
+                                 training=training.label, training_digest=training.digest(), build_seconds=600)
+            installation = FakeInstallation(binary, "postgresql", "pgsql")
+            targets.append(BenchTarget(label, BuildRecord.kind, installation, record))
+        run_id = bench.run_bench(store, name, base, targets, options, "pgolab best (elsewhere)",
+                                 measures=[ModelCost(speeds, cycles)], fleet_factory=FakeFleet)
+        store.set_status(run_id, status)
 
     with monkeypatch.context() as m:
         another_machine(m)
-        stored_round("s-round1-0123456789ab", OPTIONS)
-        stored_round("s-round1-ba9876543210", replace(OPTIONS, cost_scale=0.5))   # other options: not this search's
-        stored_round("s-round1-aaaaaaaaaaaa", OPTIONS, version="18.6")           # another source
-        stored_round("s-round1-bbbbbbbbbbbb", OPTIONS, training=parse_train("sysbench", 60).label)   # another training
-    assert {r.status for r in store.runs()} == {"finished"}
+        stored_round("s-round1-0123456789ab")
+        # Newer, and each not this round of this search: not read.
+        stored_round("s-round1-a1", options=replace(OPTIONS, cost_scale=0.5))
+        stored_round("s-round1-a2", content="another tree")
+        stored_round("s-round1-a3", training=parse_train("mix", 10))
+        stored_round("s-round1-a4", cycles="cycles = Ir")
+        stored_round("s-round1-a5", status="interrupted")
+        stored_round("s-round1-a6", base=ahead[0].name)
+        stored_round("s-round10-a7")
+        stored_round("t-round1-a8")
+    assert len(store.runs()) == 9
 
     built = []
 
@@ -190,8 +215,8 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
         raise AssertionError("built and measured again")
 
     monkeypatch.setattr(best, "run_matrix", no_matrix)
-    tree = SourceTree(tmp_path, "postgresql", "15.18", "test")
-    request = matrix.MatrixRequest([tree], [start], start.name, train, OPTIONS, "s")
+    # Another number of cost servers at once is execution alone: the run is read.
+    request = matrix.MatrixRequest([tree], [start], start.name, train, replace(OPTIONS, cost_jobs=7), "s")
     said = []
     rounds = best.MatrixRounds(request, store, None, "pgolab best", say=said.append)
     run, ratios = rounds.measure(1, start, ahead)
@@ -200,11 +225,14 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
     stored = store.run(run)
     assert stored.host.hostname == "elsewhere" and said == [
         f"round 1: read from the finished run {run} (measured on {stored.host.model()}), not built or measured again"]
+    # Its time counts towards --budget from the store (no timing log here): three builds of 10 minutes,
+    # and a fake measurement of about no time.
+    assert rounds.spent_hours() == pytest.approx(0.5, abs=0.01) and best.spent_hours([run]) == 0.0
     # Round 2 from the kept build has no finished run: it is built and measured here.
     with pytest.raises(AssertionError, match="built and measured again"):
         rounds.measure(2, ahead[0], best.candidates(ahead[0], best.AXES)[:1])
     assert built == ["s-round2-{binaries}"]
-    # Asked with the other options, the other run is read; with a candidate more, neither is.
+    # Asked with the other options, the run of those is read; with a candidate more, none is.
     other = best.MatrixRounds(replace(request, options=replace(OPTIONS, cost_scale=0.5)), store, None, "")
-    assert other.measure(1, start, ahead)[0] == "s-round1-ba9876543210"
+    assert other.measure(1, start, ahead)[0] == "s-round1-a1"
     assert rounds.finished_round(1, start, best.candidates(start, best.AXES)[:3]) is None

@@ -18,7 +18,8 @@ PROOFS=$PGOLAB_HOME/proofs
 # The open pieces, each sized to one 3-hour session on a new machine, in this order: the PostgreSQL
 # and MariaDB matrices in shards (issue 30); then issue 35's three proofs, the MariaDB layout axes
 # and the `pgolab best` searches on PostgreSQL and MariaDB (a search goes on from its last finished
-# round on any machine, given the committed store; an unfinished round starts again), put before the MySQL table because they are three
+# round on another machine given the committed store, where that machine can measure the same
+# candidates and the source tree is the same; an unfinished round starts again), put before the MySQL table because they are three
 # pieces where the table is sixteen; then the MySQL table's shards and MySQL training (issue 31). A
 # shard whose run file is committed is skipped, so a bare `queue.sh` goes on where the committed work
 # stops; remove a finished proof from this list (on a new machine it would build and measure anew).

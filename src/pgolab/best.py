@@ -16,18 +16,23 @@ matrix run: running the same command again re-reads the rounds already measured 
 from __future__ import annotations
 
 import json
+import re
+from datetime import datetime
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from . import paths
+from . import suite as suite_mod
 from .build import order_refusal
 from .document import Column, Report, Table
 from .errors import PgolabError
 from .matrix import MatrixProgress, MatrixRequest, run_matrix
-from .measurement import MODEL_FIGURE, BenchOptions
+from .measurement import MODEL_FIGURE
 from .measures import MEASURES
+from .measures.callgrind import CACHE_GEOMETRY, CYCLE_FORMULA
 from .record import BuildRecord
 from .report import analysis_of
+from .sources import content_digest
 from .stats import Estimate
 from .store import Store, StoredRun
 from .variants import AXES, Axis, Variant, parse
@@ -143,8 +148,8 @@ def search(start: Variant, executor: RoundExecutor, min_gain: float = 0.0,
 
 def path_report(result: SearchResult, source: str, confirm_run: str | None = None,
                 machines: dict[str, str] | None = None) -> Report:
-    """The path the search took, one row per build measured, as a report of its own; `machines` gives
-    the CPU model of each round's run (rounds read from another machine's store were measured there)."""
+    """The path the search took, one row per build measured, as a report of its own; `machines` names
+    the machine of each round's run (rounds read from another machine's store were measured there)."""
     machines = machines or {}
     total = result.against_start()
     rows = []
@@ -173,13 +178,21 @@ def path_report(result: SearchResult, source: str, confirm_run: str | None = Non
              f"winner {result.winner} (estimated cycles {total[result.winner]:.3f}x cheaper than the start); "
              f"runner-up {runner_up or 'none'}",
              f"stopped: {result.stopped}"]
+    places = {machines[r.run] for r in result.rounds if machines.get(r.run)}
+    if len(places) > 1:
+        facts.append(f"rounds measured on {len(places)} machines: each round compares its builds in one run, but "
+                     "the column against the start multiplies ratios of builds of one variant made on different "
+                     "machines (other binaries where they are PGO builds); the QPS confirmation compares the "
+                     "winner with the start directly")
     if confirm_run:
         facts.append(f"QPS confirmation: stored run {confirm_run} (its report follows)")
     return Report(f"pgolab best: {source}", facts, [table], [])
 
 
-def spent_hours(run_names: list[str]) -> float:
-    """The wall time of these matrix runs, from the timing log every matrix invocation appends to."""
+def spent_hours(run_names: list[str], store: Store | None = None) -> float:
+    """The wall time of these matrix runs, from the timing log every matrix invocation appends to; a
+    run with no log here (a round read from a store measured elsewhere) from the store, if given: its
+    builds' wall time as their records give it, and its run's from its start to its last sample."""
     seconds = 0.0
     for name in run_names:
         log = paths.runs_dir() / name / "matrix-timing.jsonl"
@@ -187,6 +200,11 @@ def spent_hours(run_names: list[str]) -> float:
             for line in log.read_text().splitlines():
                 entry = json.loads(line)
                 seconds += entry["build_seconds"] + entry["bench_seconds"]
+        elif store is not None and (run := store.run(name)) is not None:
+            seconds += sum(t.description.build_seconds for t in store.targets(run.id)
+                           if isinstance(t.description, BuildRecord))
+            if (last := store.last_sample_time(run.id)) is not None:
+                seconds += (datetime.fromisoformat(last) - datetime.fromisoformat(run.created)).total_seconds()
     return seconds / 3600
 
 
@@ -204,27 +222,51 @@ class MatrixRounds:
         self.runs: list[str] = []
 
     def finished_round(self, index: int, current: Variant, candidates: list[Variant]) -> StoredRun | None:
-        """The newest finished run of this round of the search with these builds, of this source and
-        training, measured with these options, if any."""
-        prefix = f"{self.request.run_name}-round{index}-"
+        """The newest finished run of this round of the search, measured as one run (not merged), of
+        the same experiment (`_same_experiment`) and builds (`_same_builds`), if any."""
+        name = re.compile(re.escape(f"{self.request.run_name}-round{index}-") + "[0-9a-f]+")
         labels = {current.name, *(c.name for c in candidates)}
         return next((run for run in reversed(self.store.runs())
-                     if run.name.startswith(prefix) and run.status == "finished" and run.base == current.name
-                     and self._same_options(run.options) and self._same_builds(run, labels)), None)
+                     if name.fullmatch(run.name) and run.status == "finished" and run.merged is None
+                     and run.base == current.name and self._same_experiment(run)
+                     and self._same_builds(run, labels)), None)
 
-    def _same_options(self, stored: BenchOptions) -> bool:
-        asked = self.request.options
-        # A run keeps the cost tolerance it was measured with: the servers' own where none was asked.
-        return stored == (asked if asked.cost_tolerance is not None else replace(asked, cost_tolerance=stored.cost_tolerance))
+    def _same_experiment(self, run: StoredRun) -> bool:
+        """The run's stored identity, as far as it is the experiment and not the machine: server,
+        suite and its tests, the options that are not execution alone, and the cost model (not
+        valgrind's version or the CPU it presents: a finished round is read, not continued)."""
+        options = self.request.options
+        asked = {"server": "+".join(sorted({tree.server for tree in self.request.sources})), "suite": options.suite,
+                 "micros": [suite_mod.key(m) for m in options.micros()], "options": options.identity(),
+                 "cost_model": {"cache_geometry": CACHE_GEOMETRY, "cycles": CYCLE_FORMULA}}
+        stored = run.identity
+        method = stored.get("cost_method", {})
+        kept = {"server": stored.get("server"), "suite": stored.get("suite"), "micros": stored.get("micros"),
+                "options": dict(stored.get("options", {})),
+                "cost_model": {"cache_geometry": method.get("cache_geometry"), "cycles": method.get("cycles")}}
+        if options.cost_tolerance is None:    # run_bench filled in the servers' own
+            kept["options"].pop("cost_tolerance", None)
+            asked["options"].pop("cost_tolerance", None)
+        return json.loads(json.dumps(asked)) == kept
 
     def _same_builds(self, run: StoredRun, labels: set[str]) -> bool:
-        """The run's targets are these labels, each a build of one of the search's sources, trained
-        (where it was) with the search's training."""
+        """The run's targets are these labels, each a build of the search's source tree (by content
+        where the record has it, else by version), and each trained build trained as this search
+        trains (by the training's digest where the record has it, else by its load's label)."""
         targets = self.store.targets(run.id)
-        sources = {(tree.server, tree.version) for tree in self.request.sources}
-        return {t.label for t in targets} == labels and all(
-            isinstance(record := t.description, BuildRecord) and (record.server, record.source.version) in sources
-            and record.training in (None, self.request.train.label) for t in targets)
+        trees = {(tree.server, tree.version): tree for tree in self.request.sources}
+        train = self.request.train
+
+        def same(record) -> bool:
+            tree = trees.get((record.server, record.source.version)) if isinstance(record, BuildRecord) else None
+            if tree is None:
+                return False
+            if record.source.content_digest and record.source.content_digest != content_digest(tree.path):
+                return False
+            if record.training is None:
+                return True
+            return record.training == train.label and record.training_digest in (None, train.digest())
+        return {t.label for t in targets} == labels and all(same(t.description) for t in targets)
 
     def measure(self, index: int, current: Variant, candidates: list[Variant]) -> tuple[str, dict[str, Estimate]]:
         if (earlier := self.finished_round(index, current, candidates)) is not None:
@@ -247,7 +289,7 @@ class MatrixRounds:
         return run.name, ratios
 
     def spent_hours(self) -> float:
-        return spent_hours(self.runs)
+        return spent_hours(self.runs, self.store)
 
     def unmeasurable(self, candidate: Variant) -> str | None:
         if (why := MEASURES[MODEL_FIGURE.mode].variant_unavailable(candidate)) is not None:

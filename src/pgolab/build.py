@@ -338,6 +338,8 @@ class Pipeline:
             flags={stage: self.stage_flags(stage)[1].as_dict()
                    for stage in (["gen", "final"] if self.instrumented else ["final"])},
             training=self.training_label(phases),
+            training_digest=(self.request.train.digest()
+                             if (self.instrumented or self.variant.bolt) and not phases.get(PROFILE_IMPORT) else None),
             instrumented_build=str(self.instrumented.dir) if self.instrumented else None,
             server_binary=str(binary),
             install_dir=str(self.install_dir("final")),

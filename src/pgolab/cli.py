@@ -701,7 +701,7 @@ def best_cmd(
         confirm_id = None if no_confirm else rounds.confirm(result)
     confirm_name = store.run(confirm_id).name if confirm_id else None
     path = best.path_report(result, f"{tree.server} {tree.version}", confirm_name,
-                            {r.name: r.host.model() for r in store.runs()})
+                            {r.name: f"{r.host.hostname}, {r.host.model()}" for r in store.runs()})
     print_terminal(path, out)
     if out_dir:
         export(path, out_dir / "path")

@@ -20,9 +20,10 @@ from .stored import known_fields
 
 RECORD_FILE = "build.json"
 # build.json's format: 1 had no version field; 2 adds it; 3 adds code_bytes and bolt; 4 adds
-# binary_digest; 5 adds distribution; 6 adds replicate and layout_seed; 7 adds engines; 8 adds huge_code_kib; 9 adds code_digest. A newer
+# binary_digest; 5 adds distribution; 6 adds replicate and layout_seed; 7 adds engines; 8 adds huge_code_kib; 9 adds code_digest;
+# 10 adds training_digest. A newer
 # file is refused, not misread.
-RECORD_VERSION = 9
+RECORD_VERSION = 10
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,8 @@ class BuildRecord:
     build_seconds: float = 0.0
     build_cpu_seconds: float = 0.0
     training: str | None = None
+    # TrainingSpec.digest() of its own training (None: none, an imported profile's, or before version 10)
+    training_digest: str | None = None
     instrumented_build: str | None = None
     profile: dict = field(default_factory=dict)  # merge and check-profile figures
     smoke: str | None = None

@@ -386,6 +386,10 @@ class Store:
                 "seconds": sample.seconds, "detail": json.dumps(sample.detail), "command": sample.command,
                 "output": sample.output, "created": time.strftime("%Y-%m-%dT%H:%M:%S")})
 
+    def last_sample_time(self, run_id: int) -> str | None:
+        """When the run stored its last sample (ISO, local time as stored), or None."""
+        return self.db.execute("SELECT max(created) FROM samples WHERE run_id = ?", (run_id,)).fetchone()[0]
+
     def samples(self, run_id: int, mode: str | None = None, micro: str | None = None) -> list[StoredSample]:
         sql, args = "SELECT * FROM samples WHERE run_id = ?", [run_id]
         if mode:

@@ -73,6 +73,10 @@ class TrainingSpec:
         return (f"{self.label}|{self.seconds}|{self.tables}|{self.table_size}|{self.threads}|{self.seed}|"
                 + "".join(extra))
 
+    def digest(self) -> str:
+        """Short fingerprint of everything the training is (a build record keeps it)."""
+        return hashlib.sha256(self.digest_input().encode()).hexdigest()[:16]
+
     def server_options(self, installation, datadir: Path) -> list[str]:
         """What the training server needs: its plugin engines whatever the load (their code is trained
         too), and for the mix what it covers (MariaDB and MySQL: binary logs)."""
