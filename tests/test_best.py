@@ -134,9 +134,9 @@ def test_the_search_can_be_kept_to_some_axes():
 def test_the_path_report_exports_in_every_format(tmp_path):
     from pgolab.render import export
     result = best.search(parse(best.START), FakeRounds())
-    chained = best.path_report(result, "postgresql 15.18", machines={"round1": "elsewhere, EPYC", "round2": "here, EPYC"})
-    assert any(f.startswith("rounds measured on 2 machines") for f in chained.facts)
-    assert not any("machines" in f for f in best.path_report(result, "postgresql 15.18").facts)
+    chained = best.path_report(result, "postgresql 15.18", machines={"round1": "elsewhere, EPYC"}, rebuilt=(2,))
+    assert any(f.startswith("round 2 started from another binary") for f in chained.facts)
+    assert not any("another binary" in f for f in best.path_report(result, "postgresql 15.18").facts)
     files = export(best.path_report(result, "postgresql 15.18"), tmp_path)
     assert "rel_native_lto_pgo_use_clang19" in files["markdown"].read_text()
     assert (tmp_path / "best_path.csv").exists() and files["html"].exists()
@@ -179,12 +179,12 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
             return {"cost_method": {"cache_geometry": CACHE_GEOMETRY, "cycles": self.cycles, "valgrind": "elsewhere's"}}
 
     def stored_round(name: str, options=OPTIONS, base=start.name, content=None, training=train,
-                     cycles=CYCLE_FORMULA, status="finished") -> None:
+                     cycles=CYCLE_FORMULA, status="finished", labels=tuple(speeds), made_here=b"") -> None:
         targets = []
-        for label in speeds:
+        for label in labels:
             binary = tmp_path / name / label
             binary.parent.mkdir(parents=True, exist_ok=True)
-            binary.write_bytes(label.encode())
+            binary.write_bytes(label.encode() + made_here)
             source = SourceInfo(version="15.18", content_digest=content or sources.content_digest(tree_path))
             record = BuildRecord(label, label, "clang", "postgresql", source, {}, {}, str(binary), "/i", "/l",
                                  training=training.label, training_digest=training.digest(), build_seconds=600)
@@ -225,9 +225,8 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
     stored = store.run(run)
     assert stored.host.hostname == "elsewhere" and said == [
         f"round 1: read from the finished run {run} (measured on {stored.host.model()}), not built or measured again"]
-    # Its time counts towards --budget from the store (no timing log here): three builds of 10 minutes,
-    # and a fake measurement of about no time.
-    assert rounds.spent_hours() == pytest.approx(0.5, abs=0.01) and best.spent_hours([run]) == 0.0
+    # It took none of this machine's time: --budget is not spent by reading it.
+    assert rounds.spent_hours() == 0.0
     # Round 2 from the kept build has no finished run: it is built and measured here.
     with pytest.raises(AssertionError, match="built and measured again"):
         rounds.measure(2, ahead[0], best.candidates(ahead[0], best.AXES)[:1])
@@ -236,3 +235,10 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
     other = best.MatrixRounds(replace(request, options=replace(OPTIONS, cost_scale=0.5)), store, None, "")
     assert other.measure(1, start, ahead)[0] == "s-round1-a1"
     assert rounds.finished_round(1, start, best.candidates(start, best.AXES)[:3]) is None
+    # Round 2 measured here starts from this machine's build of the kept one, another binary: the path says so.
+    stored_round("s-round2-c1", base=ahead[0].name, labels=(ahead[0].name, ahead[1].name), made_here=b" here")
+    path = best.SearchResult(start.name, 0.0, [best.Round(1, start.name, ratios, ahead[0].name, run),
+                                               best.Round(2, ahead[0].name, {}, None, "s-round2-c1")])
+    assert best.rebuilt_starts(store, path) == (2,)
+    stored_round("s-round2-c2", base=ahead[0].name, labels=(ahead[0].name, ahead[1].name))
+    assert best.rebuilt_starts(store, replace(path, rounds=[path.rounds[0], replace(path.rounds[1], run="s-round2-c2")])) == ()

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Protocol
 
 from . import paths
@@ -147,9 +147,11 @@ def search(start: Variant, executor: RoundExecutor, min_gain: float = 0.0,
 
 
 def path_report(result: SearchResult, source: str, confirm_run: str | None = None,
-                machines: dict[str, str] | None = None) -> Report:
+                machines: dict[str, str] | None = None, rebuilt: tuple[int, ...] = ()) -> Report:
     """The path the search took, one row per build measured, as a report of its own; `machines` names
-    the machine of each round's run (rounds read from another machine's store were measured there)."""
+    the machine of each round's run (rounds read from another machine's store were measured there);
+    `rebuilt`, the rounds whose start is another binary than the build the round before kept
+    (`rebuilt_starts`)."""
     machines = machines or {}
     total = result.against_start()
     rows = []
@@ -178,21 +180,30 @@ def path_report(result: SearchResult, source: str, confirm_run: str | None = Non
              f"winner {result.winner} (estimated cycles {total[result.winner]:.3f}x cheaper than the start); "
              f"runner-up {runner_up or 'none'}",
              f"stopped: {result.stopped}"]
-    places = {machines[r.run] for r in result.rounds if machines.get(r.run)}
-    if len(places) > 1:
-        facts.append(f"rounds measured on {len(places)} machines: each round compares its builds in one run, but "
-                     "the column against the start multiplies ratios of builds of one variant made on different "
-                     "machines (other binaries where they are PGO builds); the QPS confirmation compares the "
-                     "winner with the start directly")
+    if rebuilt:
+        facts.append(f"round {', '.join(map(str, rebuilt))} started from another binary of the build the round "
+                     "before kept (built again, on another machine): each round compares its builds in one run, "
+                     "but the column against the start multiplies ratios across those binaries; the QPS "
+                     "confirmation compares the winner with the start directly")
     if confirm_run:
         facts.append(f"QPS confirmation: stored run {confirm_run} (its report follows)")
     return Report(f"pgolab best: {source}", facts, [table], [])
 
 
-def spent_hours(run_names: list[str], store: Store | None = None) -> float:
-    """The wall time of these matrix runs, from the timing log every matrix invocation appends to; a
-    run with no log here (a round read from a store measured elsewhere) from the store, if given: its
-    builds' wall time as their records give it, and its run's from its start to its last sample."""
+def rebuilt_starts(store: Store, result: SearchResult) -> tuple[int, ...]:
+    """The rounds whose start, in their run, is another binary than the candidate the round before
+    kept, in that round's run (a round read from another machine's store, then one built here)."""
+    def digest(run: str, label: str) -> str | None:
+        stored = store.run(run)
+        return next((t.binary_digest for t in store.targets(stored.id) if t.label == label), None) if stored else None
+    return tuple(after.index for before, after in zip(result.rounds, result.rounds[1:])
+                 if before.kept and after.run and before.run
+                 and digest(before.run, before.kept) != digest(after.run, after.current))
+
+
+def spent_hours(run_names: list[str]) -> float:
+    """The wall time of these matrix runs on this machine, from the timing log every matrix invocation
+    appends to here: a round read from a store measured elsewhere took none of this machine's time."""
     seconds = 0.0
     for name in run_names:
         log = paths.runs_dir() / name / "matrix-timing.jsonl"
@@ -200,11 +211,6 @@ def spent_hours(run_names: list[str], store: Store | None = None) -> float:
             for line in log.read_text().splitlines():
                 entry = json.loads(line)
                 seconds += entry["build_seconds"] + entry["bench_seconds"]
-        elif store is not None and (run := store.run(name)) is not None:
-            seconds += sum(t.description.build_seconds for t in store.targets(run.id)
-                           if isinstance(t.description, BuildRecord))
-            if (last := store.last_sample_time(run.id)) is not None:
-                seconds += (datetime.fromisoformat(last) - datetime.fromisoformat(run.created)).total_seconds()
     return seconds / 3600
 
 
@@ -220,6 +226,7 @@ class MatrixRounds:
                  say=lambda line: None):
         self.request, self.store, self.progress, self.command, self.say = request, store, progress, command, say
         self.runs: list[str] = []
+        self._contents: dict[Path, str] = {}     # each source tree's content digest, read once
 
     def finished_round(self, index: int, current: Variant, candidates: list[Variant]) -> StoredRun | None:
         """The newest finished run of this round of the search, measured as one run (not merged), of
@@ -261,10 +268,13 @@ class MatrixRounds:
             tree = trees.get((record.server, record.source.version)) if isinstance(record, BuildRecord) else None
             if tree is None:
                 return False
-            if record.source.content_digest and record.source.content_digest != content_digest(tree.path):
-                return False
-            if record.training is None:
-                return True
+            if record.source.content_digest:
+                if tree.path not in self._contents:
+                    self._contents[tree.path] = content_digest(tree.path)
+                if record.source.content_digest != self._contents[tree.path]:
+                    return False
+            if record.training is None:      # pgolab records a training for every trained build
+                return not (variant := parse(record.variant)).reads_profile and not variant.bolt
             return record.training == train.label and record.training_digest in (None, train.digest())
         return {t.label for t in targets} == labels and all(same(t.description) for t in targets)
 
@@ -289,7 +299,7 @@ class MatrixRounds:
         return run.name, ratios
 
     def spent_hours(self) -> float:
-        return spent_hours(self.runs, self.store)
+        return spent_hours(self.runs)
 
     def unmeasurable(self, candidate: Variant) -> str | None:
         if (why := MEASURES[MODEL_FIGURE.mode].variant_unavailable(candidate)) is not None:

@@ -664,7 +664,8 @@ def best_cmd(
                                       "far beyond the build before it (e.g. 1% or 0.01)"),
     budget: Optional[float] = typer.Option(None, "--budget", metavar="HOURS",
                                            help="start no new round once the search's builds and runs took this "
-                                                "long (all invocations together)"),
+                                                "long on this machine (all invocations together; rounds read "
+                                                "from a store measured elsewhere take none)"),
     axes: Optional[str] = typer.Option(None, "--axes", metavar="TOKEN,...",
                                        help="only these axes (e.g. native,clang19,cs,bolt,jemalloc); default: all"),
     no_confirm: bool = typer.Option(False, "--no-confirm", help="skip the QPS confirmation of the winner"),
@@ -701,7 +702,8 @@ def best_cmd(
         confirm_id = None if no_confirm else rounds.confirm(result)
     confirm_name = store.run(confirm_id).name if confirm_id else None
     path = best.path_report(result, f"{tree.server} {tree.version}", confirm_name,
-                            {r.name: f"{r.host.hostname}, {r.host.model()}" for r in store.runs()})
+                            {r.name: f"{r.host.hostname}, {r.host.model()}" for r in store.runs()},
+                            best.rebuilt_starts(store, result))
     print_terminal(path, out)
     if out_dir:
         export(path, out_dir / "path")

@@ -187,7 +187,7 @@ class StoredRun:
     suite: str
     options: BenchOptions
     host: Host
-    identity: dict          # compared key by key on a resume, read only through MergedShards
+    identity: dict          # compared key by key on a resume; read through MergedShards, and by best's round reuse
     commands: list[str]
     status: str             # running | interrupted | finished | failed
 
@@ -385,10 +385,6 @@ class Store:
                 "block": s.block, "position": s.position, "label": s.label, "vals": json.dumps(sample.values),
                 "seconds": sample.seconds, "detail": json.dumps(sample.detail), "command": sample.command,
                 "output": sample.output, "created": time.strftime("%Y-%m-%dT%H:%M:%S")})
-
-    def last_sample_time(self, run_id: int) -> str | None:
-        """When the run stored its last sample (ISO, local time as stored), or None."""
-        return self.db.execute("SELECT max(created) FROM samples WHERE run_id = ?", (run_id,)).fetchone()[0]
 
     def samples(self, run_id: int, mode: str | None = None, micro: str | None = None) -> list[StoredSample]:
         sql, args = "SELECT * FROM samples WHERE run_id = ?", [run_id]
