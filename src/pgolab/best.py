@@ -218,9 +218,10 @@ class MatrixRounds:
     """The real executor: each round a matrix of the round's start and its candidates (builds up to
     date are skipped), measured in cost mode against the start, in one store. The stored run is
     named after the round and the binaries. A round the store holds a finished run of (the same
-    builds and options, measured on any machine: a committed store brought to a new one, whose PGO
-    builds are other binaries) is read from that run, not built and measured again: a round compares
-    its builds within one run, so its verdict stands, and the search goes on where it stopped."""
+    labels, source, training and options, measured on any machine: a committed store brought to a new
+    one, whose PGO builds are other binaries) is read from that run, not built and measured again: a
+    round compares its builds within one run, so its verdict stands, and the search goes on where it
+    stopped."""
 
     def __init__(self, request: MatrixRequest, store: Store, progress: MatrixProgress, command: str,
                  say=lambda line: None):
