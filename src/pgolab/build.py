@@ -300,12 +300,16 @@ class Pipeline:
         """This build's phases and, prefixed, those of its chain of instrumented builds (chain.py)."""
         return self.chain.record_phases(dict(self.state.phases) if self.state is not None else {})
 
+    def trained_here(self, phases: dict) -> bool:
+        """Whether its profile comes from this request's training (its own or its twin's), not a file."""
+        return bool(self.instrumented or self.variant.bolt) and not phases.get(PROFILE_IMPORT)
+
     def training_label(self, phases: dict) -> str | None:
         """The training its profile came from: its own (or its twin's), or the imported file's."""
         imported = phases.get(PROFILE_IMPORT)
         if imported:
             return f"{imported['training']} (imported from {Path(imported['file']).name})"
-        return self.request.train.label if (self.instrumented or self.variant.bolt) else None
+        return self.request.train.label if self.trained_here(phases) else None
 
     def earlier_smoke(self, digest: str | None) -> dict:
         """The smoke answer of an earlier record of this very binary: a rerun without the smoke test
@@ -338,8 +342,7 @@ class Pipeline:
             flags={stage: self.stage_flags(stage)[1].as_dict()
                    for stage in (["gen", "final"] if self.instrumented else ["final"])},
             training=self.training_label(phases),
-            training_digest=(self.request.train.digest()
-                             if (self.instrumented or self.variant.bolt) and not phases.get(PROFILE_IMPORT) else None),
+            training_digest=self.request.train.digest() if self.trained_here(phases) else None,
             instrumented_build=str(self.instrumented.dir) if self.instrumented else None,
             server_binary=str(binary),
             install_dir=str(self.install_dir("final")),
