@@ -13,12 +13,13 @@ from pgolab.record import BinaryInfo
 from pgolab.store import Store
 
 
-def _run(store, name, cpu, digest, cycles, options=None, suite="quick", description=None):
+def _run(store, name, cpu, digest, cycles, options=None, suite="quick", description=None, geometry="fixed"):
     run_id, _ = store.create_or_resume_run(
         name, server="mariadb", base="a", suite=suite, options=options or BenchOptions(modes=("cost",)),
         host=Host.from_dict({"cpu": cpu, "cpu_id": "cpu family 1", "cores": 2, "memory_gib": 1, "kernel": "k"}),
         identity={"suite": suite, "options": {"cost_scale": (options or BenchOptions()).cost_scale},
-                  "host": {"cpu": cpu}, "targets": {"a": digest}, "cost_method": {"guest_cpu": cpu}},
+                  "host": {"cpu": cpu}, "targets": {"a": digest},
+                  "cost_method": {"guest_cpu": cpu, "cache_geometry": geometry}},
         command="pgolab bench (test)")
     description = description or BinaryInfo("/bin/a", "", "a")
     store.add_target(run_id, "a", description.kind, "/bin/a", digest, description)
@@ -46,10 +47,14 @@ def test_two_binaries_or_other_options_are_refused(tmp_path):
     _run(store, "two", "Intel Xeon", "e" * 64, {"point-1/point-query": 1000.0})
     _run(store, "scaled", "Intel Xeon", "d" * 64, {"point-1/point-query": 1000.0}, BenchOptions(cost_scale=0.25))
     _run(store, "full", "Intel Xeon", "d" * 64, {"point-1/point-query": 1001.0}, suite="full")
+    _run(store, "other-cache", "Intel Xeon", "d" * 64, {"point-1/point-query": 1000.0}, geometry="the host's")
     with pytest.raises(PgolabError, match="not one binary"):
         machines.compare(merge.load(store, ["one", "two"]), "a")
     with pytest.raises(PgolabError, match="options.cost_scale differ"):
         machines.compare(merge.load(store, ["one", "scaled"]), "a")
+    # What the cost method records of the host may differ (guest_cpu above); the simulation may not.
+    with pytest.raises(PgolabError, match="cost_method.cache_geometry differ"):
+        machines.compare(merge.load(store, ["one", "other-cache"]), "a")
     with pytest.raises(PgolabError, match="has no target 'b'"):
         machines.compare(merge.load(store, ["one", "full"]), "b")
     # Another suite is compared on the tests both ran.
@@ -66,7 +71,8 @@ def _paired_run(store, name, cpu, speedup, noise_seed, cost_ratio=1.25):
         name, server="mariadb", base="a", suite="quick", options=options,
         host=Host.from_dict({"cpu": cpu, "cpu_id": "cpu family 1", "cores": 2, "memory_gib": 1, "kernel": "k"}),
         identity={"suite": "quick", "options": {"cost_scale": options.cost_scale}, "host": {"cpu": cpu},
-                  "targets": {"a": "a" * 64, "b": "b" * 64}},
+                  "targets": {"a": "a" * 64, "b": "b" * 64},
+                  "cost_method": {"guest_cpu": cpu, "cache_geometry": "fixed"}},
         command="pgolab bench (test)")
     for label, digest in (("a", "a" * 64), ("b", "b" * 64)):
         store.add_target(run_id, label, "binary", f"/bin/{label}", digest, BinaryInfo(f"/bin/{label}", "", label))

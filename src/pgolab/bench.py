@@ -29,17 +29,29 @@ from .store import Store
 from .targets import installation_for_binary
 
 
-def run_identity(server: str, base: str, targets: list[BenchTarget], digests: dict[str, str],
-                 options: BenchOptions, host: Host, measures: list[Measure]) -> dict:
-    """What a resumed run must match, key by key. The machine only if a measure's figures belong to
-    it (wall clock): a cost-only run continues on another host (after `pgolab import`)."""
-    micros = [suite_mod.key(m) for m in options.micros()]
-    identity = {"server": server, "base": base, "suite": options.suite, "micros": micros,
-                "options": options.identity(), "targets": digests}
-    if any(m.machine_bound for m in measures):
-        identity["host"] = host.identity()
+def experiment_identity(server: str, options: BenchOptions, measures: list[Measure]) -> dict:
+    """The experiment a run is, whatever binaries it compares on whatever machine: the server, the
+    suite and its tests, the options, and each measure's method."""
+    identity = {"server": server, "suite": options.suite,
+                "micros": [suite_mod.key(m) for m in options.micros()], "options": options.identity()}
     for measure in measures:
         identity |= measure.identity()
+    return identity
+
+
+# The keys of a run's identity beside its experiment: its base, its binaries (label: digest) and, where
+# a measure's figures belong to the machine, the host.
+BINDING_KEYS = ("base", "targets", "host")
+
+
+def run_identity(server: str, base: str, targets: list[BenchTarget], digests: dict[str, str],
+                 options: BenchOptions, host: Host, measures: list[Measure]) -> dict:
+    """What a resumed run must match, key by key: its experiment and its binding (BINDING_KEYS). The
+    machine only if a measure's figures belong to it (wall clock): a cost-only run continues on
+    another host (after `pgolab import`)."""
+    identity = experiment_identity(server, options, measures) | {"base": base, "targets": digests}
+    if any(m.machine_bound for m in measures):
+        identity["host"] = host.identity()
     return identity
 
 

@@ -22,19 +22,18 @@ from pathlib import Path
 from typing import Protocol
 
 from . import paths
-from . import suite as suite_mod
 from .build import order_refusal
 from .document import Column, Report, Table
 from .errors import PgolabError
 from .matrix import MatrixProgress, MatrixRequest, run_matrix
 from .measurement import MODEL_FIGURE
-from .measures import MEASURES
-from .measures.callgrind import CACHE_GEOMETRY, CYCLE_FORMULA
+from .bench import BINDING_KEYS, experiment_identity
+from .measures import MEASURES, of_modes
 from .record import BuildRecord
 from .report import analysis_of
 from .sources import content_digest
 from .stats import Estimate
-from .store import Store, StoredRun
+from .store import Store, StoredRun, identity_difference
 from .variants import AXES, Axis, Variant, parse
 
 # The best build of the published MySQL 8.0.28 table (clang PGO+LTO, 1.77x).
@@ -228,6 +227,8 @@ class MatrixRounds:
         self.request, self.store, self.progress, self.command, self.say = request, store, progress, command, say
         self.runs: list[str] = []
         self._contents: dict[Path, str] = {}     # each source tree's content digest, read once
+        self._experiment: dict | None = None      # this search's experiment identity, made once
+        self._measures: list = []
 
     def finished_round(self, index: int, current: Variant, candidates: list[Variant]) -> StoredRun | None:
         """The newest finished run of this round of the search, measured as one run (not merged), of
@@ -240,22 +241,19 @@ class MatrixRounds:
                      and self._same_builds(run, labels)), None)
 
     def _same_experiment(self, run: StoredRun) -> bool:
-        """The run's stored identity, as far as it is the experiment and not the machine: server,
-        suite and its tests, the options that are not execution alone, and the cost model (not
-        valgrind's version or the CPU it presents: a finished round is read, not continued)."""
-        options = self.request.options
-        asked = {"server": "+".join(sorted({tree.server for tree in self.request.sources})), "suite": options.suite,
-                 "micros": [suite_mod.key(m) for m in options.micros()], "options": options.identity(),
-                 "cost_model": {"cache_geometry": CACHE_GEOMETRY, "cycles": CYCLE_FORMULA}}
-        stored = run.identity
-        method = stored.get("cost_method", {})
-        kept = {"server": stored.get("server"), "suite": stored.get("suite"), "micros": stored.get("micros"),
-                "options": dict(stored.get("options", {})),
-                "cost_model": {"cache_geometry": method.get("cache_geometry"), "cycles": method.get("cycles")}}
-        if options.cost_tolerance is None:    # run_bench filled in the servers' own
-            kept["options"].pop("cost_tolerance", None)
-            asked["options"].pop("cost_tolerance", None)
-        return json.loads(json.dumps(asked)) == kept
+        """The run's stored identity, as far as it is the experiment (bench.experiment_identity) and
+        not the machine: what a measure records of the host it ran on (its host_record keys, such as
+        valgrind's version) may differ, since a finished round is read, not continued."""
+        if self._experiment is None:
+            options = self.request.options
+            server = "+".join(sorted({tree.server for tree in self.request.sources}))
+            self._measures = of_modes(options.modes)
+            self._experiment = json.loads(json.dumps(experiment_identity(server, options, self._measures)))
+        stored = {k: v for k, v in run.identity.items() if k not in BINDING_KEYS}
+        tolerated = {key for m in self._measures for key in m.host_record}
+        if self.request.options.cost_tolerance is None:
+            tolerated.add("options.cost_tolerance")   # run_bench filled in the servers' own
+        return all(key in tolerated for key in identity_difference(stored, self._experiment))
 
     def _same_builds(self, run: StoredRun, labels: set[str]) -> bool:
         """The run's targets are these labels, each a build of the search's source tree (by content

@@ -19,18 +19,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import merge, stats
+from .bench import BINDING_KEYS
 from .document import Column, Report, Table
 from .errors import PgolabError
 from .host import Host
 from .measurement import figures
+from .measures import MEASURES
 from .binaries import digest_listing, same_binary
 from .store import Store, StoredTarget
 
 COST = "cost"
-# What may differ between the runs of one experiment on two machines: the targets and the base they
-# were compared with (neither changes one binary's own figures), the host, and what the cost method
-# records of the host (the processor glibc sees under valgrind).
-HOST_KEYS = ("targets", "base", "host")
+# What may differ between the runs of one experiment on two machines: their binding (the targets and
+# the base they were compared with, neither of which changes one binary's own figures, and the host),
+# and what the cost method records of the host (its host_record: the processor glibc sees under valgrind).
 # Two suites are compared on the tests they share (quick is a part of full); how the wall clock was
 # measured, and whether it was, changes no cost figure.
 SUITE_KEYS = ("suite", "micros", "options.suite", "options.modes", *(f"options.{k}" for k in (
@@ -53,7 +54,7 @@ def host_differences(shards: list[merge.Shard]) -> list[str]:
     """What the runs' identities differ in beyond targets, base, host and suite: the cost method's
     record of the host is expected; anything else is another experiment and is refused."""
     found = merge.check_same_experiment(
-        shards, ignored=HOST_KEYS, tolerated=lambda key: key.startswith("cost_method") or key in SUITE_KEYS,
+        shards, ignored=BINDING_KEYS, tolerated=lambda key: key in MEASURES[COST].host_record or key in SUITE_KEYS,
         hint="compare runs of the same suite and options (cost scale too)")
     return [d for d in found if d not in SUITE_KEYS]
 

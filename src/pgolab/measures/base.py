@@ -25,6 +25,9 @@ class Measure:
     # Its figures belong to the machine that took them (wall clock): a run that measures it names the
     # machine in its identity and continues only there; a run of simulated figures continues anywhere.
     machine_bound: bool = False
+    # The dotted keys of its identity() that record the machine its method ran on, not the method: a
+    # finished run is read on another machine whatever they say (a resume still compares them).
+    host_record: tuple[str, ...] = ()
 
     @property
     def figures(self) -> list[Figure]:

@@ -293,6 +293,7 @@ class CostMeasure(Measure):
     key = "cost"
     title = "cost"
     method_column = Column("cost_method", "cost counted by")
+    host_record = ("cost_method.valgrind", "cost_method.guest_cpu")
 
     def plan(self, options: BenchOptions) -> Plan:
         # Read-only statements cost the same every time (MariaDB: repeats within 0.1 %): one
