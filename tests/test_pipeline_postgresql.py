@@ -134,6 +134,8 @@ def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tr
     assert re.search(r"gen-build: compile instrumented build\s+\(up to date, skipped\)", rerun.stderr)
     record = json.loads(rerun.stdout)[0]
     assert_pipeline_record(record, "gcc")
+    # Which training made its profile, by digest (best reads a stored round only of the same training).
+    assert record["training_digest"] == parse_train("mix", TRAIN_SECONDS).digest()
     assert postgres_processes(vdir) == []
     home = Path(os.environ["PGOLAB_HOME"])
     assert not list((home / "scratch").glob("*")), "no scratch folder is left"
@@ -176,6 +178,7 @@ def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tr
     imported = json.loads(from_file.stdout)[0]
     assert not any(k.startswith("gen-") or k == "train" for k in imported["phases"]), imported["phases"]
     assert imported["training"] == "mix (imported from rel_pgo_use.profile.tgz)"
+    assert imported["training_digest"] is None, "a profile from a file is no training of this build's"
     assert imported["code_bytes"] == record["code_bytes"], "built from the exported profile, other code"
     assert imported["profile"]["check-profile"]["with_profile"] == record["profile"]["check-profile"]["with_profile"]
     # postgres records its compile flags, which name the profile's folder: pgolab has it record a
