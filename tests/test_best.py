@@ -240,5 +240,8 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
     path = best.SearchResult(start.name, 0.0, [best.Round(1, start.name, ratios, ahead[0].name, run),
                                                best.Round(2, ahead[0].name, {}, None, "s-round2-c1")])
     assert best.rebuilt_starts(store, path) == (2,)
+    report = best.stored_path_report(store, path, "postgresql 15.18")
+    assert any(f.startswith("round 2 started from another binary") for f in report.facts)
+    assert {r["machine"] for r in report.table("best_path").rows} == {f"elsewhere, {stored.host.model()}"}
     stored_round("s-round2-c2", base=ahead[0].name, labels=(ahead[0].name, ahead[1].name))
     assert best.rebuilt_starts(store, replace(path, rounds=[path.rounds[0], replace(path.rounds[1], run="s-round2-c2")])) == ()

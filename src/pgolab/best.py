@@ -189,6 +189,14 @@ def path_report(result: SearchResult, source: str, confirm_run: str | None = Non
     return Report(f"pgolab best: {source}", facts, [table], [])
 
 
+def stored_path_report(store: Store, result: SearchResult, source: str, confirm_run: str | None = None) -> Report:
+    """path_report with what the store says of the rounds' runs: each one's machine, and which
+    rounds started from another binary (rebuilt_starts)."""
+    machines = {run.name: f"{run.host.hostname}, {run.host.model()}" for r in result.rounds
+                if r.run and (run := store.run(r.run)) is not None}
+    return path_report(result, source, confirm_run, machines, rebuilt_starts(store, result))
+
+
 def rebuilt_starts(store: Store, result: SearchResult) -> tuple[int, ...]:
     """The rounds whose start, in their run, is another binary than the candidate the round before
     kept, in that round's run (a round read from another machine's store, then one built here)."""

@@ -701,9 +701,7 @@ def best_cmd(
                              axes=variants_mod.axes_named(axes) if axes else variants_mod.AXES)
         confirm_id = None if no_confirm else rounds.confirm(result)
     confirm_name = store.run(confirm_id).name if confirm_id else None
-    path = best.path_report(result, f"{tree.server} {tree.version}", confirm_name,
-                            {r.name: f"{r.host.hostname}, {r.host.model()}" for r in store.runs()},
-                            best.rebuilt_starts(store, result))
+    path = best.stored_path_report(store, result, f"{tree.server} {tree.version}", confirm_name)
     print_terminal(path, out)
     if out_dir:
         export(path, out_dir / "path")
