@@ -243,5 +243,12 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
     report = best.stored_path_report(store, path, "postgresql 15.18")
     assert any(f.startswith("round 2 started from another binary") for f in report.facts)
     assert {r["machine"] for r in report.table("best_path").rows} == {f"elsewhere, {stored.host.model()}"}
+    # What held each build back against the round's start, from the round run's cycle parts: the
+    # cheaper build still spends most of its cycles on instructions; the dearer one spent more there.
+    held = {r["build"]: r["held_back"] for r in report.table("best_path").rows}
+    assert held == {ahead[0].name: "instructions: 45 % of the base's cycles left",
+                    ahead[1].name: "instructions: 2.6 points more"}
+    assert "what holds the winner back against the build before it: instructions: 45 % of the base's cycles left" \
+        in report.facts
     stored_round("s-round2-c2", base=ahead[0].name, labels=(ahead[0].name, ahead[1].name))
     assert best.rebuilt_starts(store, replace(path, rounds=[path.rounds[0], replace(path.rounds[1], run="s-round2-c2")])) == ()

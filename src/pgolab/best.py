@@ -29,6 +29,7 @@ from .matrix import MatrixProgress, MatrixRequest, run_matrix
 from .measurement import MODEL_FIGURE
 from .bench import BINDING_KEYS, experiment_identity
 from .measures import MEASURES, of_modes
+from .measures.cost import cycle_parts
 from .record import BuildRecord
 from .report import analysis_of
 from .sources import content_digest
@@ -146,12 +147,14 @@ def search(start: Variant, executor: RoundExecutor, min_gain: float = 0.0,
 
 
 def path_report(result: SearchResult, source: str, confirm_run: str | None = None,
-                machines: dict[str, str] | None = None, rebuilt: tuple[int, ...] = ()) -> Report:
+                machines: dict[str, str] | None = None, rebuilt: tuple[int, ...] = (),
+                held_back: dict[tuple[int, str], str] | None = None) -> Report:
     """The path the search took, one row per build measured, as a report of its own; `machines` names
     the machine of each round's run (rounds read from another machine's store were measured there);
     `rebuilt`, the rounds whose start is another binary than the build the round before kept
-    (`rebuilt_starts`)."""
-    machines = machines or {}
+    (`rebuilt_starts`); `held_back`, by (round, build), the part of the cycle formula that held the
+    build back against the round's start (measures.cost.CycleParts.held_back_by)."""
+    machines, held_back = machines or {}, held_back or {}
     total = result.against_start()
     rows = []
     for r in result.rounds:
@@ -160,25 +163,33 @@ def path_report(result: SearchResult, source: str, confirm_run: str | None = Non
                          "build": name, "rcost": estimate, "verdict": estimate.verdict(),
                          "against_start": round(total[name], 4),
                          "kept": "kept" if name == r.kept else "", "run": r.run,
-                         "machine": machines.get(r.run, "")})
+                         "held_back": held_back.get((r.index, name), ""), "machine": machines.get(r.run, "")})
         for name, why in r.skipped.items():
             rows.append({"round": r.index, "from": r.current, "axis": axis_added(parse(r.current), parse(name)),
                          "build": name, "rcost": None, "verdict": f"not measured: {why}", "against_start": None,
-                         "kept": "", "run": "", "machine": ""})
+                         "kept": "", "run": "", "held_back": "", "machine": ""})
     table = Table("best_path", "The search: each round's builds against the build it started from (cost mode)",
                   [Column("round", "round"), Column("from", "from"), Column("axis", "axis added"),
                    Column("build", "build"), Column("rcost", "rCost"), Column("verdict", "verdict"),
                    Column("against_start", f"rCost vs {result.start}"), Column("kept", "kept"),
-                   Column("run", "stored run"), Column("machine", "measured on")], rows,
+                   Column("held_back", "held back by"), Column("run", "stored run"),
+                   Column("machine", "measured on")], rows,
                   note="rCost: estimated cycles per query of the round's start over the build's (> 1: cheaper); "
                        "a build is kept when its whole interval lies above 1 + the gain asked for. "
                        "The column against the start multiplies the ratios along the path; where rounds were "
-                       "measured on different machines, their PGO builds are different binaries of one variant.")
+                       "measured on different machines, their PGO builds are different binaries of one variant. "
+                       "Held back by: the part of the cycle formula (instructions, I1, D1 or LL misses, "
+                       "mispredictions) that cost the build more than the round's start, else the largest part "
+                       "of what it still spends, which bounds what is left to save (the round run's report has "
+                       "every part, per group).")
     runner_up = result.runner_up()
     facts = [f"source {source}; start {result.start}; minimum gain {result.min_gain:.1%}",
              f"winner {result.winner} (estimated cycles {total[result.winner]:.3f}x cheaper than the start); "
              f"runner-up {runner_up or 'none'}",
              f"stopped: {result.stopped}"]
+    if (winner_held := next((held_back[(r.index, r.kept)] for r in result.rounds
+                             if r.kept == result.winner and (r.index, r.kept) in held_back), None)):
+        facts.append(f"what holds the winner back against the build before it: {winner_held}")
     if rebuilt:
         facts.append(f"round {', '.join(map(str, rebuilt))} started from another binary of the build the round "
                      "before kept (built again, on another machine): each round compares its builds in one run, "
@@ -190,11 +201,18 @@ def path_report(result: SearchResult, source: str, confirm_run: str | None = Non
 
 
 def stored_path_report(store: Store, result: SearchResult, source: str, confirm_run: str | None = None) -> Report:
-    """path_report with what the store says of the rounds' runs: each one's machine, and which
-    rounds started from another binary (rebuilt_starts)."""
-    machines = {run.name: f"{run.host.hostname}, {run.host.model()}" for r in result.rounds
-                if r.run and (run := store.run(r.run)) is not None}
-    return path_report(result, source, confirm_run, machines, rebuilt_starts(store, result))
+    """path_report with what the store says of the rounds' runs: each one's machine, which rounds
+    started from another binary (rebuilt_starts), and what held each build back (cycle parts)."""
+    machines, held_back = {}, {}
+    for r in result.rounds:
+        if not r.run or (run := store.run(r.run)) is None:
+            continue
+        machines[run.name] = f"{run.host.hostname}, {run.host.model()}"
+        _, analysis = analysis_of(store, run.id, r.current)
+        for name in r.ratios:
+            if (parts := cycle_parts(analysis, name, analysis.micros)) is not None:
+                held_back[(r.index, name)] = parts.held_back_by()
+    return path_report(result, source, confirm_run, machines, rebuilt_starts(store, result), held_back)
 
 
 def rebuilt_starts(store: Store, result: SearchResult) -> tuple[int, ...]:
