@@ -250,5 +250,11 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
                     ahead[1].name: "instructions: 2.6 points more"}
     assert "what holds the winner back against the build before it: instructions: 45 % of the base's cycles left" \
         in report.facts
+    # The winner's binary: the file the newest round measured, while this machine holds that very file.
+    here = tmp_path / "s-round2-c1" / ahead[0].name
+    assert f"final binary: {here} (sha256 " in " ".join(report.facts)
+    here.write_bytes(b"rebuilt since")
+    final = best.final_binary(store, path)
+    assert final.startswith("final binary: not on this machine; ") and f"--variant {ahead[0].name}" in final
     stored_round("s-round2-c2", base=ahead[0].name, labels=(ahead[0].name, ahead[1].name))
     assert best.rebuilt_starts(store, replace(path, rounds=[path.rounds[0], replace(path.rounds[1], run="s-round2-c2")])) == ()

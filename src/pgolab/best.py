@@ -32,7 +32,7 @@ from .measures import MEASURES, of_modes
 from .measures.cost import cycle_parts
 from .record import BuildRecord
 from .report import analysis_of
-from .sources import content_digest
+from .sources import content_digest, file_digest
 from .stats import Estimate
 from .store import Store, StoredRun, identity_difference
 from .variants import AXES, Axis, Variant, parse
@@ -148,12 +148,13 @@ def search(start: Variant, executor: RoundExecutor, min_gain: float = 0.0,
 
 def path_report(result: SearchResult, source: str, confirm_run: str | None = None,
                 machines: dict[str, str] | None = None, rebuilt: tuple[int, ...] = (),
-                held_back: dict[tuple[int, str], str] | None = None) -> Report:
+                held_back: dict[tuple[int, str], str] | None = None, final: str = "") -> Report:
     """The path the search took, one row per build measured, as a report of its own; `machines` names
     the machine of each round's run (rounds read from another machine's store were measured there);
     `rebuilt`, the rounds whose start is another binary than the build the round before kept
     (`rebuilt_starts`); `held_back`, by (round, build), the part of the cycle formula that held the
-    build back against the round's start (measures.cost.CycleParts.held_back_by)."""
+    build back against the round's start (measures.cost.CycleParts.held_back_by); `final`, where the
+    winner's binary is (final_binary)."""
     machines, held_back = machines or {}, held_back or {}
     total = result.against_start()
     rows = []
@@ -187,6 +188,8 @@ def path_report(result: SearchResult, source: str, confirm_run: str | None = Non
              f"winner {result.winner} (estimated cycles {total[result.winner]:.3f}x cheaper than the start); "
              f"runner-up {runner_up or 'none'}",
              f"stopped: {result.stopped}"]
+    if final:
+        facts.append(final)
     if (winner_held := next((held_back[(r.index, r.kept)] for r in result.rounds
                              if r.kept == result.winner and (r.index, r.kept) in held_back), None)):
         facts.append(f"what holds the winner back against the build before it: {winner_held}")
@@ -212,7 +215,26 @@ def stored_path_report(store: Store, result: SearchResult, source: str, confirm_
         for name in r.ratios:
             if (parts := cycle_parts(analysis, name, analysis.micros)) is not None:
                 held_back[(r.index, name)] = parts.held_back_by()
-    return path_report(result, source, confirm_run, machines, rebuilt_starts(store, result), held_back)
+    return path_report(result, source, confirm_run, machines, rebuilt_starts(store, result), held_back,
+                       final_binary(store, result))
+
+
+def final_binary(store: Store, result: SearchResult) -> str:
+    """Where the winner's binary is: the file the newest round that measured it measured, if this
+    machine holds that very file; else the digest it was measured as, where, and how to build it here."""
+    measured = None
+    for r in result.rounds:
+        if r.run and (result.winner in r.ratios or result.winner == r.current) and (run := store.run(r.run)):
+            measured = next(((run, t) for t in store.targets(run.id) if t.label == result.winner), measured)
+    if measured is None:
+        return f"final binary: {result.winner}, which no stored run measured"
+    run, target = measured
+    path = Path(target.server_binary)
+    if path.is_file() and file_digest(path) == target.binary_digest:
+        return f"final binary: {path} (sha256 {target.binary_digest[:12]}, the file run {run.name} measured)"
+    return (f"final binary: not on this machine; {result.winner} was measured as sha256 {target.binary_digest[:12]} "
+            f"on {run.host.model()} (run {run.name}); `pgolab build SOURCE --variant {result.winner}` builds it "
+            "here (a PGO build trains again: another binary of the same variant)")
 
 
 def rebuilt_starts(store: Store, result: SearchResult) -> tuple[int, ...]:
