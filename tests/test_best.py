@@ -171,15 +171,16 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
     train = parse_train("mix", 60)
 
     class ModelCost(ShardCost):
-        def __init__(self, speeds, cycles=CYCLE_FORMULA):
+        def __init__(self, speeds, cycles=CYCLE_FORMULA, geometry=CACHE_GEOMETRY):
             super().__init__(speeds)
-            self.cycles = cycles
+            self.cycles, self.geometry = cycles, geometry
 
         def identity(self):
-            return {"cost_method": {"cache_geometry": CACHE_GEOMETRY, "cycles": self.cycles, "valgrind": "elsewhere's"}}
+            return {"cost_method": {"cache_geometry": self.geometry, "cycles": self.cycles, "valgrind": "elsewhere's"}}
 
     def stored_round(name: str, options=OPTIONS, base=start.name, content=None, training=train,
-                     cycles=CYCLE_FORMULA, status="finished", labels=tuple(speeds), made_here=b"") -> None:
+                     cycles=CYCLE_FORMULA, status="finished", labels=tuple(speeds), made_here=b"",
+                     geometry=CACHE_GEOMETRY) -> None:
         targets = []
         for label in labels:
             binary = tmp_path / name / label
@@ -191,7 +192,7 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
             installation = FakeInstallation(binary, "postgresql", "pgsql")
             targets.append(BenchTarget(label, BuildRecord.kind, installation, record))
         run_id = bench.run_bench(store, name, base, targets, options, "pgolab best (elsewhere)",
-                                 measures=[ModelCost(speeds, cycles)], fleet_factory=FakeFleet)
+                                 measures=[ModelCost(speeds, cycles, geometry)], fleet_factory=FakeFleet)
         store.set_status(run_id, status)
 
     with monkeypatch.context() as m:
@@ -202,11 +203,12 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
         stored_round("s-round1-a2", content="another tree")
         stored_round("s-round1-a3", training=parse_train("mix", 10))
         stored_round("s-round1-a4", cycles="cycles = Ir")
+        stored_round("s-round1-a4a", geometry={"I1": "the host's"})
         stored_round("s-round1-a5", status="interrupted")
         stored_round("s-round1-a6", base=ahead[0].name)
         stored_round("s-round10-a7")
         stored_round("t-round1-a8")
-    assert len(store.runs()) == 9
+    assert len(store.runs()) == 10
 
     built = []
 
@@ -215,6 +217,9 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
         raise AssertionError("built and measured again")
 
     monkeypatch.setattr(best, "run_matrix", no_matrix)
+    # Reading a round asks the machine nothing: what valgrind would record of it is not compared.
+    from pgolab.measures import cost as cost_measure
+    monkeypatch.setattr(cost_measure, "valgrind_version", lambda runner: pytest.fail("valgrind was asked"))
     # Another number of cost servers at once is execution alone: the run is read.
     request = matrix.MatrixRequest([tree], [start], start.name, train, replace(OPTIONS, cost_jobs=7), "s")
     said = []
@@ -250,11 +255,24 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
                     ahead[1].name: "instructions: 2.6 points more"}
     assert "what holds the winner back against the build before it: instructions: 45 % of the base's cycles left" \
         in report.facts
-    # The winner's binary: the file the newest round measured, while this machine holds that very file.
-    here = tmp_path / "s-round2-c1" / ahead[0].name
-    assert f"final binary: {here} (sha256 " in " ".join(report.facts)
+    # The winner's binary: the newest file a run measured as the winner that this machine holds, by digest.
+    here, kept_file = tmp_path / "s-round2-c1" / ahead[0].name, tmp_path / run / ahead[0].name
+    final = next(f for f in report.facts if f.startswith("final binary"))
+    assert final.startswith(f"final binary: {here} (sha256 ") and f"than the one run {run} measured and kept" in final
+    # A QPS confirmation measured it last: its file.
+    stored_round("s-confirm-d1", labels=(start.name, ahead[0].name), made_here=b" confirmed")
+    assert best.final_binary(store, path, "s-confirm-d1").startswith(
+        f"final binary: {tmp_path / 's-confirm-d1' / ahead[0].name} (sha256 ")
     here.write_bytes(b"rebuilt since")
-    final = best.final_binary(store, path)
-    assert final.startswith("final binary: not on this machine; ") and f"--variant {ahead[0].name}" in final
+    assert best.final_binary(store, path).startswith(f"final binary: {kept_file} (sha256 ")
+    kept_file.unlink()
+    assert best.final_binary(store, path).startswith(f"final binary: {here} has changed since run s-round2-c1")
+    here.unlink()
+    assert best.final_binary(store, path).startswith("final binary: not on this machine; run s-round2-c1 measured")
+    # The start as the winner (nothing kept): the file round 1 measured it as; no run at all: said so.
+    assert best.final_binary(store, best.SearchResult(start.name, 0.0, [best.Round(1, start.name, ratios, None, run)])
+                             ).startswith(f"final binary: {tmp_path / run / start.name} (sha256 ")
+    assert best.final_binary(store, best.SearchResult(start.name, 0.0)) == \
+        f"final binary: {start.name}, which no stored run measured"
     stored_round("s-round2-c2", base=ahead[0].name, labels=(ahead[0].name, ahead[1].name))
     assert best.rebuilt_starts(store, replace(path, rounds=[path.rounds[0], replace(path.rounds[1], run="s-round2-c2")])) == ()

@@ -29,13 +29,15 @@ from .store import Store
 from .targets import installation_for_binary
 
 
-def experiment_identity(server: str, options: BenchOptions, measures: list[Measure]) -> dict:
+def experiment_identity(server: str, options: BenchOptions, measures: list[Measure],
+                        host_record: bool = True) -> dict:
     """The experiment a run is, whatever binaries it compares on whatever machine: the server, the
-    suite and its tests, the options, and each measure's method."""
+    suite and its tests, the options, and each measure's method; with what each measure records of the
+    host it runs on (Measure.host_record: valgrind's version, say) unless `host_record` is False."""
     identity = {"server": server, "suite": options.suite,
                 "micros": [suite_mod.key(m) for m in options.micros()], "options": options.identity()}
     for measure in measures:
-        identity |= measure.identity()
+        identity |= measure.identity() if host_record else measure.method_identity()
     return identity
 
 

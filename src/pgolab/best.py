@@ -180,7 +180,8 @@ def path_report(result: SearchResult, source: str, confirm_run: str | None = Non
                        "The column against the start multiplies the ratios along the path; where rounds were "
                        "measured on different machines, their PGO builds are different binaries of one variant. "
                        "Held back by: the part of the cycle formula (instructions, I1, D1 or LL misses, "
-                       "mispredictions) that cost the build more than the round's start, else the largest part "
+                       "mispredictions) that cost the build half a point or more of the start's cycles beyond the "
+                       "round's start, else the largest part "
                        "of what it still spends, which bounds what is left to save (the round run's report has "
                        "every part, per group).")
     runner_up = result.runner_up()
@@ -216,25 +217,34 @@ def stored_path_report(store: Store, result: SearchResult, source: str, confirm_
             if (parts := cycle_parts(analysis, name, analysis.micros)) is not None:
                 held_back[(r.index, name)] = parts.held_back_by()
     return path_report(result, source, confirm_run, machines, rebuilt_starts(store, result), held_back,
-                       final_binary(store, result))
+                       final_binary(store, result, confirm_run))
 
 
-def final_binary(store: Store, result: SearchResult) -> str:
-    """Where the winner's binary is: the file the newest round that measured it measured, if this
-    machine holds that very file; else the digest it was measured as, where, and how to build it here."""
-    measured = None
-    for r in result.rounds:
-        if r.run and (result.winner in r.ratios or result.winner == r.current) and (run := store.run(r.run)):
-            measured = next(((run, t) for t in store.targets(run.id) if t.label == result.winner), measured)
-    if measured is None:
+def final_binary(store: Store, result: SearchResult, confirm_run: str | None = None) -> str:
+    """Where the winner's binary is: the newest file that a run of the search (its rounds, then the QPS
+    confirmation) measured as the winner and that this machine still holds, by digest; else what the
+    newest run measured it as, where, and how to have it here."""
+    names = [*(r.run for r in result.rounds if r.run), *filter(None, [confirm_run])]
+    measured = [(run, target) for name in names if (run := store.run(name)) is not None
+                for target in store.targets(run.id) if target.label == result.winner]
+    if not measured:
         return f"final binary: {result.winner}, which no stored run measured"
-    run, target = measured
-    path = Path(target.server_binary)
-    if path.is_file() and file_digest(path) == target.binary_digest:
-        return f"final binary: {path} (sha256 {target.binary_digest[:12]}, the file run {run.name} measured)"
-    return (f"final binary: not on this machine; {result.winner} was measured as sha256 {target.binary_digest[:12]} "
-            f"on {run.host.model()} (run {run.name}); `pgolab build SOURCE --variant {result.winner}` builds it "
-            "here (a PGO build trains again: another binary of the same variant)")
+    kept = next((r.run for r in result.rounds if r.kept == result.winner), None)
+    kept_digest = next((t.binary_digest for run, t in measured if run.name == kept), None)
+    for run, target in reversed(measured):
+        path = Path(target.server_binary)
+        if path.is_file() and file_digest(path) == target.binary_digest:
+            other = (f"; another binary of {result.winner} than the one run {kept} measured and kept "
+                     f"(sha256 {kept_digest[:12]}), built again since" if kept_digest not in (None, target.binary_digest)
+                     else "")
+            return f"final binary: {path} (sha256 {target.binary_digest[:12]}, the file run {run.name} measured{other})"
+    run, target = measured[-1]
+    where = (f"{target.server_binary} has changed since run {run.name} measured it as sha256 {target.binary_digest[:12]}"
+             if Path(target.server_binary).exists() else
+             f"not on this machine; run {run.name} measured {result.winner} as sha256 {target.binary_digest[:12]} "
+             f"on {run.host.model()}")
+    return (f"final binary: {where}. The same `pgolab best` command without --no-confirm builds it here for its "
+            f"QPS confirmation, with the search's training (a PGO build trains again: another binary of the variant)")
 
 
 def rebuilt_starts(store: Store, result: SearchResult) -> tuple[int, ...]:
@@ -296,7 +306,7 @@ class MatrixRounds:
             options = self.request.options
             server = "+".join(sorted({tree.server for tree in self.request.sources}))
             self._measures = of_modes(options.modes)
-            self._experiment = json.loads(json.dumps(experiment_identity(server, options, self._measures)))
+            self._experiment = json.loads(json.dumps(experiment_identity(server, options, self._measures, False)))
         stored = {k: v for k, v in run.identity.items() if k not in BINDING_KEYS}
         tolerated = {key for m in self._measures for key in m.host_record}
         if self.request.options.cost_tolerance is None:

@@ -54,6 +54,10 @@ class Measure:
         """What a resumed run must match beyond the options (a cost method, say)."""
         return {}
 
+    def method_identity(self) -> dict:
+        """identity() without its host_record keys, found without asking the machine anything."""
+        return self.identity()
+
     def tolerance(self, options: BenchOptions) -> float | None:
         """A repeatability bound the estimator adds to every interval (None: the repeats say it all)."""
         return None

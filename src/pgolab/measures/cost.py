@@ -322,9 +322,12 @@ class CostMeasure(Measure):
     def identity(self) -> dict:
         # The simulation, not the machine: a cost run continues on any host with the same valgrind
         # presenting the same processor to glibc.
-        return {"cost_method": {"cache_geometry": CACHE_GEOMETRY, "cycles": CYCLE_FORMULA,
-                                "valgrind": valgrind_version(home_runner("valgrind-version")),
+        method = self.method_identity()["cost_method"]
+        return {"cost_method": {**method, "valgrind": valgrind_version(home_runner("valgrind-version")),
                                 "guest_cpu": guest_cpu(home_runner("valgrind-guest-cpu"))}}
+
+    def method_identity(self) -> dict:
+        return {"cost_method": {"cache_geometry": CACHE_GEOMETRY, "cycles": CYCLE_FORMULA}}
 
     def tolerance(self, options: BenchOptions) -> float:
         return options.cost_tolerance or DEFAULT_TOLERANCE
