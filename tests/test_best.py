@@ -276,3 +276,43 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
         f"final binary: {start.name}, which no stored run measured"
     stored_round("s-round2-c2", base=ahead[0].name, labels=(ahead[0].name, ahead[1].name))
     assert best.rebuilt_starts(store, replace(path, rounds=[path.rounds[0], replace(path.rounds[1], run="s-round2-c2")])) == ()
+
+
+def test_the_path_gives_the_winner_against_the_start_and_each_reference_binary_in_the_qps_confirmation(tmp_path):
+    """The confirmation's pairs read against each reference: a target such as '1.45x Debian's binary'
+    is the winner against that binary in the blocks both ran in, with its interval."""
+    from dataclasses import replace
+
+    import pytest
+
+    from pgolab import bench
+    from pgolab.fleet import BenchTarget
+    from pgolab.record import BinaryInfo, BuildRecord, SourceInfo
+    from pgolab.store import Store
+    from test_measures import FakeFleet, FakeInstallation
+    from test_merge import OPTIONS, ShardQps
+
+    start, winner = best.START, best.START + "_bolt"
+    speeds = {start: 1.0, winner: 1.10, "distro": 0.8}
+    targets = []
+    for label in speeds:
+        binary = tmp_path / label
+        binary.write_bytes(label.encode())
+        installation = FakeInstallation(binary, "postgresql", "pgsql")
+        description = (BinaryInfo(str(binary), "15.20", f"binary {binary}") if label == "distro" else
+                       BuildRecord(label, label, "clang", "postgresql", SourceInfo(version="15.18"), {}, {},
+                                   str(binary), "/i", "/l"))
+        targets.append(BenchTarget(label, description.kind, installation, description))
+    store = Store(tmp_path / "results.sqlite")
+    bench.run_bench(store, "s-confirm", start, targets, replace(OPTIONS, modes=("qps",)), "pgolab best",
+                    measures=[ShardQps(speeds)], fleet_factory=FakeFleet)
+    from pgolab.stats import Estimate
+    result = best.SearchResult(start, 0.0, [best.Round(1, start, {winner: Estimate(1.05, 1.01, 1.09, 10)}, winner)])
+    lines = best.confirmation_lines(store, result, "s-confirm")
+    assert [line.split(" in the QPS")[0] for line in lines] == [f"{winner} against {start}", f"{winner} against distro"]
+    ratio = {ref: float(line.split("rQPS ")[1].split()[0]) for ref, line in zip((start, "distro"), lines)}
+    assert ratio[start] == pytest.approx(1.10, rel=0.01) and ratio["distro"] == pytest.approx(1.375, rel=0.01)
+    assert all("rCPU " in line and "(faster)" in line for line in lines)
+    report = best.stored_path_report(store, result, "postgresql 15.18", "s-confirm")
+    assert lines == [f for f in report.facts if " in the QPS confirmation: " in f]
+    assert best.confirmation_lines(store, result, None) == []

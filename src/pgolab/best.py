@@ -26,11 +26,11 @@ from .build import order_refusal
 from .document import Column, Report, Table
 from .errors import PgolabError
 from .matrix import MatrixProgress, MatrixRequest, run_matrix
-from .measurement import MODEL_FIGURE
+from .measurement import CLOCK_FIGURE, MODEL_FIGURE, figures
 from .bench import BINDING_KEYS, experiment_identity
 from .measures import MEASURES, of_modes
 from .measures.cost import cycle_parts
-from .record import BuildRecord
+from .record import BinaryInfo, BuildRecord
 from .report import analysis_of
 from .sources import content_digest, file_digest
 from .stats import Estimate
@@ -216,8 +216,31 @@ def stored_path_report(store: Store, result: SearchResult, source: str, confirm_
         for name in r.ratios:
             if (parts := cycle_parts(analysis, name, analysis.micros)) is not None:
                 held_back[(r.index, name)] = parts.held_back_by()
-    return path_report(result, source, confirm_run, machines, rebuilt_starts(store, result), held_back,
-                       final_binary(store, result, confirm_run))
+    report = path_report(result, source, confirm_run, machines, rebuilt_starts(store, result), held_back,
+                         final_binary(store, result, confirm_run))
+    return replace(report, facts=[*report.facts, *confirmation_lines(store, result, confirm_run)])
+
+
+def confirmation_lines(store: Store, result: SearchResult, confirm_run: str | None) -> list[str]:
+    """The winner in the QPS confirmation against its start and each reference binary (--binary), in
+    the clock's figures with their intervals: the comparison a target such as '1.45x Debian's' is read
+    from (each pair measured in the same blocks)."""
+    run = store.run(confirm_run) if confirm_run else None
+    if run is None:
+        return []
+    targets = store.targets(run.id)
+    if result.winner not in {t.label for t in targets}:
+        return []
+    references = [run.base, *(t.label for t in targets if t.kind == BinaryInfo.kind)]
+    lines = []
+    for reference in (r for r in references if r != result.winner):
+        _, analysis = analysis_of(store, run.id, reference)
+        said = [f"{figure.ratio_name} {estimates.summary().fmt()} ({estimates.summary().verdict()})"
+                for figure in figures(CLOCK_FIGURE.mode)
+                if (estimates := analysis.estimates(figure, reference, result.winner)) is not None]
+        if said:
+            lines.append(f"{result.winner} against {reference} in the QPS confirmation: {', '.join(said)}")
+    return lines
 
 
 def final_binary(store: Store, result: SearchResult, confirm_run: str | None = None) -> str:
