@@ -16,10 +16,10 @@ export PGOLAB_HOME=${PGOLAB_HOME:-/var/cache/pgolab}
 CODE=$PGOLAB_HOME/proof-code
 PROOFS=$PGOLAB_HOME/proofs
 # The open pieces, each sized to one 3-hour session on a new machine, in this order: the PostgreSQL
-# and MariaDB matrices in shards (issue 30); then issue 35's three proofs, the MariaDB layout axes
-# and the `pgolab best` searches on PostgreSQL and MariaDB (a search goes on from its last finished
+# and MariaDB matrices in shards (issue 30); then issue 35's two proofs left, the MariaDB layout axes
+# and the `pgolab best` search on MariaDB (PostgreSQL's finished on 2026-12-05) (a search goes on from its last finished
 # round on another machine given the committed store, where that machine can measure the same
-# candidates and the source tree is the same; an unfinished round starts again), put before the MySQL table because they are three
+# candidates and the source tree is the same; an unfinished round starts again), put before the MySQL table because they are two
 # pieces where the table is sixteen; then the MySQL table's shards and MySQL training (issue 31). A
 # shard whose run file is committed is skipped, so a bare `queue.sh` goes on where the committed work
 # stops; remove a finished proof from this list (on a new machine it would build and measure anew).
@@ -28,7 +28,7 @@ PROOFS=$PGOLAB_HOME/proofs
 # FOLDER@STEPS runs only those steps of a folder's run.sh (PROOF_STEPS).
 ORDER=(postgresql-15-matrix-shards@{1..6} postgresql-15-matrix-shards@native postgresql-15-matrix-shards@merge
        mariadb-10.11-matrix@{1..7} mariadb-10.11-matrix@native mariadb-10.11-matrix@merge
-       mariadb-10.11-layout postgresql-15-best mariadb-10.11-best
+       mariadb-10.11-layout mariadb-10.11-best
        mysql-9.7-table@{1..15} mysql-9.7-table@merge mysql-9.7-training)
 # A CPU without AVX-512 is rare here (every machine until 2026-11-29 had it; 2026-12-01's had not):
 # on one, the pieces only it can run come first, the PostgreSQL one followed by its merge.
