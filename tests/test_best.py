@@ -72,12 +72,18 @@ def test_the_search_keeps_the_cheapest_axis_while_its_interval_clears_the_gain()
     assert abs(total[result.winner] - 1.05 * 1.02) < 1e-9
     # The runner-up is the build measured cheapest after the winner: its BOLT twin (not kept, 1.071).
     assert result.runner_up() == "rel_native_lto_pgo_use_clang19_bolt"
+    # Its ratios multiply to more than the winner's: the path says why it is not the winner.
+    assert ("rel_native_lto_pgo_use_clang19_bolt multiplies to 1.072 against the start, above the winner's 1.071, "
+            "but round 3 kept none, since its cheapest candidate's whole interval did not lie above 1.000"
+            ) in best.path_report(result, "postgresql 15.18").facts
 
 
 def test_a_minimum_gain_stops_the_search_earlier():
     result = best.search(parse(best.START), FakeRounds(), min_gain=0.03)
     assert [r.kept for r in result.rounds] == ["rel_lto_pgo_use_clang19", None]   # -march=native's 2 % is not 3 %
     assert result.winner == "rel_lto_pgo_use_clang19" and result.runner_up() == "rel_native_lto_pgo_use_clang19"
+    assert any(f.endswith("but round 2 kept none, since its cheapest candidate's whole interval did not lie above "
+                          "1.030") for f in best.path_report(result, "postgresql 15.18").facts)
 
 
 def test_the_budget_stops_before_a_new_round():

@@ -189,6 +189,8 @@ def path_report(result: SearchResult, source: str, confirm_run: str | None = Non
              f"winner {result.winner} (estimated cycles {total[result.winner]:.3f}x cheaper than the start); "
              f"runner-up {runner_up or 'none'}",
              f"stopped: {result.stopped}"]
+    if runner_up and total[runner_up] > total[result.winner]:
+        facts.append(_why_not_kept(result, runner_up, total))
     if final:
         facts.append(final)
     if (winner_held := next((held_back[(r.index, r.kept)] for r in result.rounds
@@ -202,6 +204,16 @@ def path_report(result: SearchResult, source: str, confirm_run: str | None = Non
     if confirm_run:
         facts.append(f"QPS confirmation: stored run {confirm_run} (its report follows)")
     return Report(f"pgolab best: {source}", facts, [table], [])
+
+
+def _why_not_kept(result: SearchResult, name: str, total: dict[str, float]) -> str:
+    """Why a build whose ratios multiply to more than the winner's against the start is not the winner.
+    Its round kept none: a round that keeps a build keeps its cheapest, and every later round multiplies
+    the winner's by more than 1, so no build of a round that kept one is above the winner."""
+    measured = next(r for r in result.rounds if name in r.ratios)
+    return (f"{name} multiplies to {total[name]:.3f} against the start, above the winner's "
+            f"{total[result.winner]:.3f}, but round {measured.index} kept none, since its cheapest candidate's "
+            f"whole interval did not lie above {1 + result.min_gain:.3f}")
 
 
 def stored_path_report(store: Store, result: SearchResult, source: str, confirm_run: str | None = None) -> Report:
