@@ -92,6 +92,16 @@ def test_the_budget_stops_before_a_new_round():
     assert len(rounds.asked) == 2 and len(result.rounds) == 2
     assert result.stopped == "the budget of 3 h is spent (4.00 h)"
     assert result.winner == "rel_native_lto_pgo_use_clang19"
+    # The runner-up (1.051) multiplies to less than the winner (1.071): no line says why it lost.
+    assert not any("multiplies to" in f for f in best.path_report(result, "postgresql 15.18").facts)
+
+
+def test_a_negative_minimum_gain_is_refused():
+    import pytest
+
+    from pgolab.errors import PgolabError
+    with pytest.raises(PgolabError, match="below 0"):
+        best.search(parse(best.START), FakeRounds(), min_gain=-0.02)
 
 
 def test_a_candidate_this_machine_cannot_measure_is_left_out_and_said():

@@ -123,6 +123,9 @@ class RoundExecutor(Protocol):
 
 def search(start: Variant, executor: RoundExecutor, min_gain: float = 0.0,
            budget_hours: float | None = None, axes: tuple[Axis, ...] = AXES) -> SearchResult:
+    if min_gain < 0:   # a kept build must be cheaper than the one before it: the path only gains
+        raise PgolabError(f"--min-gain {min_gain:.1%} is below 0: the search would keep a build costlier than "
+                          "the one before it", hint="give 0 (any gain its interval shows) or more, e.g. 1%")
     result = SearchResult(start.name, min_gain)
     current = start
     while True:
@@ -210,7 +213,9 @@ def _why_not_kept(result: SearchResult, name: str, total: dict[str, float]) -> s
     """Why a build whose ratios multiply to more than the winner's against the start is not the winner.
     Its round kept none: a round that keeps a build keeps its cheapest, and every later round multiplies
     the winner's by more than 1, so no build of a round that kept one is above the winner."""
-    measured = next(r for r in result.rounds if name in r.ratios)
+    measured = next((r for r in result.rounds if name in r.ratios), None)
+    if measured is None or measured.kept is not None:   # not so while min_gain >= 0 (search refuses less)
+        return f"{name} multiplies to {total[name]:.3f} against the start, above the winner's {total[result.winner]:.3f}"
     return (f"{name} multiplies to {total[name]:.3f} against the start, above the winner's "
             f"{total[result.winner]:.3f}, but round {measured.index} kept none, since its cheapest candidate's "
             f"whole interval did not lie above {1 + result.min_gain:.3f}")
