@@ -183,10 +183,9 @@ def path_report(result: SearchResult, source: str, confirm_run: str | None = Non
                        "The column against the start multiplies the ratios along the path; where rounds were "
                        "measured on different machines, their PGO builds are different binaries of one variant. "
                        "Held back by: the part of the cycle formula (instructions, I1, D1 or LL misses, "
-                       "mispredictions) that cost the build half a point or more of the start's cycles beyond the "
-                       "round's start, else the largest part "
-                       "of what it still spends, which bounds what is left to save (the round run's report has "
-                       "every part, per group).")
+                       "mispredictions) on which the build spent half a point or more of the round's start's "
+                       "cycles beyond what the start spent there, else the largest part of what it still spends, "
+                       "which bounds what is left to save (the round run's report has every part, per group).")
     runner_up = result.runner_up()
     facts = [f"source {source}; start {result.start}; minimum gain {result.min_gain:.1%}",
              f"winner {result.winner} (estimated cycles {total[result.winner]:.3f}x cheaper than the start); "
