@@ -28,7 +28,7 @@ from .errors import PgolabError
 from .matrix import MatrixProgress, MatrixRequest, run_matrix
 from .measurement import CLOCK_FIGURE, MODEL_FIGURE, figures
 from .bench import BINDING_KEYS, experiment_identity
-from .measures import MEASURES, of_modes
+from .measures import MEASURES, host_records, of_modes
 from .measures.cost import cycle_parts
 from .record import BinaryInfo, BuildRecord
 from .report import analysis_of
@@ -151,13 +151,15 @@ def search(start: Variant, executor: RoundExecutor, min_gain: float = 0.0,
 
 def path_report(result: SearchResult, source: str, confirm_run: str | None = None,
                 machines: dict[str, str] | None = None, rebuilt: tuple[int, ...] = (),
-                held_back: dict[tuple[int, str], str] | None = None, final: str = "") -> Report:
+                held_back: dict[tuple[int, str], str] | None = None, final: str = "",
+                confirmed: list[str] = ()) -> Report:
     """The path the search took, one row per build measured, as a report of its own; `machines` names
     the machine of each round's run (rounds read from another machine's store were measured there);
     `rebuilt`, the rounds whose start is another binary than the build the round before kept
     (`rebuilt_starts`); `held_back`, by (round, build), the part of the cycle formula that held the
     build back against the round's start (measures.cost.CycleParts.held_back_by); `final`, where the
-    winner's binary is (final_binary)."""
+    winner's binary is (final_binary); `confirmed`, the winner in the QPS confirmation
+    (confirmation_lines)."""
     machines, held_back = machines or {}, held_back or {}
     total = result.against_start()
     rows = []
@@ -205,6 +207,7 @@ def path_report(result: SearchResult, source: str, confirm_run: str | None = Non
                      "confirmation compares the winner with the start directly")
     if confirm_run:
         facts.append(f"QPS confirmation: stored run {confirm_run} (its report follows)")
+    facts += confirmed
     return Report(f"pgolab best: {source}", facts, [table], [])
 
 
@@ -212,12 +215,12 @@ def _why_not_kept(result: SearchResult, name: str, total: dict[str, float]) -> s
     """Why a build whose ratios multiply to more than the winner's against the start is not the winner.
     Its round kept none: a round that keeps a build keeps its cheapest, and every later round multiplies
     the winner's by more than 1, so no build of a round that kept one is above the winner."""
+    said = f"{name} multiplies to {total[name]:.3f} against the start, above the winner's {total[result.winner]:.3f}"
     measured = next((r for r in result.rounds if name in r.ratios), None)
     if measured is None or measured.kept is not None:   # not so while min_gain >= 0 (search refuses less)
-        return f"{name} multiplies to {total[name]:.3f} against the start, above the winner's {total[result.winner]:.3f}"
-    return (f"{name} multiplies to {total[name]:.3f} against the start, above the winner's "
-            f"{total[result.winner]:.3f}, but round {measured.index} kept none, since its cheapest candidate's "
-            f"whole interval did not lie above {1 + result.min_gain:.3f}")
+        return said
+    return (f"{said}, but round {measured.index} kept none, since its cheapest candidate's whole interval "
+            f"did not lie above {1 + result.min_gain:.3f}")
 
 
 def stored_path_report(store: Store, result: SearchResult, source: str, confirm_run: str | None = None) -> Report:
@@ -232,9 +235,8 @@ def stored_path_report(store: Store, result: SearchResult, source: str, confirm_
         for name in r.ratios:
             if (parts := cycle_parts(analysis, name, analysis.micros)) is not None:
                 held_back[(r.index, name)] = parts.held_back_by()
-    report = path_report(result, source, confirm_run, machines, rebuilt_starts(store, result), held_back,
-                         final_binary(store, result, confirm_run))
-    return replace(report, facts=[*report.facts, *confirmation_lines(store, result, confirm_run)])
+    return path_report(result, source, confirm_run, machines, rebuilt_starts(store, result), held_back,
+                       final_binary(store, result, confirm_run), confirmation_lines(store, result, confirm_run))
 
 
 def confirmation_lines(store: Store, result: SearchResult, confirm_run: str | None) -> list[str]:
@@ -251,9 +253,9 @@ def confirmation_lines(store: Store, result: SearchResult, confirm_run: str | No
     lines = []
     for reference in (r for r in references if r != result.winner):
         _, analysis = analysis_of(store, run.id, reference)
-        said = [f"{figure.ratio_name} {estimates.summary().fmt()} ({estimates.summary().verdict()})"
-                for figure in figures(CLOCK_FIGURE.mode)
-                if (estimates := analysis.estimates(figure, reference, result.winner)) is not None]
+        summaries = [(figure, estimates.summary()) for figure in figures(CLOCK_FIGURE.mode)
+                     if (estimates := analysis.estimates(figure, reference, result.winner)) is not None]
+        said = [f"{figure.ratio_name} {summary.fmt()} ({summary.verdict()})" for figure, summary in summaries]
         if said:
             lines.append(f"{result.winner} against {reference} in the QPS confirmation: {', '.join(said)}")
     return lines
@@ -347,7 +349,7 @@ class MatrixRounds:
             self._measures = of_modes(options.modes)
             self._experiment = json.loads(json.dumps(experiment_identity(server, options, self._measures, False)))
         stored = {k: v for k, v in run.identity.items() if k not in BINDING_KEYS}
-        tolerated = {key for m in self._measures for key in m.host_record}
+        tolerated = host_records(self._measures)
         if self.request.options.cost_tolerance is None:
             tolerated.add("options.cost_tolerance")   # run_bench filled in the servers' own
         return all(key in tolerated for key in identity_difference(stored, self._experiment))

@@ -24,7 +24,7 @@ from .document import Column, Report, Table
 from .errors import PgolabError
 from .host import Host
 from .measurement import figures
-from .measures import MEASURES
+from .measures import host_records
 from .binaries import digest_listing, same_binary
 from .store import Store, StoredTarget
 
@@ -54,7 +54,7 @@ def host_differences(shards: list[merge.Shard]) -> list[str]:
     """What the runs' identities differ in beyond targets, base, host and suite: the cost method's
     record of the host is expected; anything else is another experiment and is refused."""
     found = merge.check_same_experiment(
-        shards, ignored=BINDING_KEYS, tolerated=lambda key: key in MEASURES[COST].host_record or key in SUITE_KEYS,
+        shards, ignored=BINDING_KEYS, tolerated=lambda key: key in host_records() or key in SUITE_KEYS,
         hint="compare runs of the same suite and options (cost scale too)")
     return [d for d in found if d not in SUITE_KEYS]
 

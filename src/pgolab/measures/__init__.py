@@ -22,4 +22,10 @@ def of_modes(modes) -> list[Measure]:
     return [measure(m) for m in modes]
 
 
-__all__ = ["MEASURES", "Measure", "measure", "of_modes"]
+def host_records(measures=None) -> set[str]:
+    """The identity keys (dotted) that record the machine, not the method, of these measures (all by
+    default): a finished run is compared across machines without them."""
+    return {key for m in (MEASURES.values() if measures is None else measures) for key in m.host_record}
+
+
+__all__ = ["MEASURES", "Measure", "host_records", "measure", "of_modes"]
