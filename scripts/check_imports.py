@@ -81,6 +81,8 @@ LAYERS: dict[str, int] = {
     "render": 15, "charts": 15,
     # drivers of builds and benchmarks
     "matrix": 16, "quality": 16, "merge": 16, "machines": 17,
+    # every axis pair of several runs of one server in one table
+    "axis_table": 17,
     # a finished build as a .deb over the distribution's server, or a tarball, with what a run measured
     "package": 16,
     # a matrix on a Dask cluster: one task per build on the workers, merged here

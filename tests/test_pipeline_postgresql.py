@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from pgolab import elf, profile_file, sources
-from pgolab.build import BuildRequest, variant_dir
+from pgolab.build import BuildRequest, Pipeline, keep_profile, variant_dir, with_profile_from
 from pgolab.quality import profile_check
+from pgolab.record import BuildRecord
 from pgolab.variants import parse
 from pgolab.workloads import parse_train
 
@@ -120,7 +121,7 @@ def kill_during(cmd: list[str], folder: Path, phase: str, log_name: str, marker:
 
 
 @pytest.mark.slow
-def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tree):
+def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tree, monkeypatch):
     variant = parse("rel_pgo_use")
     vdir = variant_dir(pg_tree, variant.name, sources.tree_digest(pg_tree.path))
     cmd = pgolab("build", str(pg_tree.path), "--variant", variant.name, "--train-seconds", str(TRAIN_SECONDS))
@@ -171,13 +172,30 @@ def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tr
     assert made_identity.profile_digest == exported_identity.profile_digest
     assert made_identity.training == "mix" == exported_identity.training
     assert "training of rel_pgo_gen" in made_identity.made_by
+    # A folder of profiles (matrix --profiles): the build that trained here keeps its profile there once,
+    # and goes on with its own training; another home, which never trained it, is given that file.
+    request = BuildRequest(pg_tree, variant, parse_train("mix", TRAIN_SECONDS))
+    folder = home / "profiles"
+    assert with_profile_from(request, folder) == request, "an empty folder gives no profile"
+    trained = BuildRecord.load(vdir / "build.json")
+    kept = keep_profile(Pipeline(request), trained, folder)
+    assert kept is not None and keep_profile(Pipeline(request), trained, folder) == kept
+    assert list(folder.iterdir()) == [kept], "one file per training"
+    assert with_profile_from(request, folder) == request, "trained here: its own training goes on"
+    assert profile_file.read_identity(kept).profile_digest == exported_identity.profile_digest
+    monkeypatch.setenv("PGOLAB_HOME", str(other_home()))
+    chosen = with_profile_from(request, folder).profile_file
+    monkeypatch.setenv("PGOLAB_HOME", str(home))
+    assert chosen == kept, "another home is given the file its training made"
+    assert with_profile_from(BuildRequest(pg_tree, variant, parse_train("mix", TRAIN_SECONDS + 1)), folder) == \
+        BuildRequest(pg_tree, variant, parse_train("mix", TRAIN_SECONDS + 1)), "another training's build gets none"
     elsewhere = {**os.environ, "PGOLAB_HOME": str(other_home())}
-    from_file = subprocess.run(pgolab("build", str(pg_tree.path), "--variant", variant.name, "--profile", str(exported),
+    from_file = subprocess.run(pgolab("build", str(pg_tree.path), "--variant", variant.name, "--profile", str(chosen),
                                       "--json"), capture_output=True, text=True, timeout=3000, env=elsewhere)
     assert from_file.returncode == 0, from_file.stdout + from_file.stderr
     imported = json.loads(from_file.stdout)[0]
     assert not any(k.startswith("gen-") or k == "train" for k in imported["phases"]), imported["phases"]
-    assert imported["training"] == "mix (imported from rel_pgo_use.profile.tgz)"
+    assert imported["training"] == f"mix (imported from {kept.name})"
     assert imported["training_digest"] is None, "a profile from a file is no training of this build's"
     assert imported["code_bytes"] == record["code_bytes"], "built from the exported profile, other code"
     assert imported["profile"]["check-profile"]["with_profile"] == record["profile"]["check-profile"]["with_profile"]
@@ -258,7 +276,6 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     assert not list((Path(os.environ["PGOLAB_HOME"]) / "scratch").glob("*")), "no scratch folder is left"
 
     from pgolab import report
-    from pgolab.record import BuildRecord
     from pgolab.store import Store
     assert [r.name for r in Store(store).runs()] == [run_dirs[0].name], "the same binaries continue their run"
     timing = (tmp_path / "report" / "matrix-timing.jsonl").read_text().splitlines()
@@ -344,7 +361,6 @@ def test_cost_mode_on_postgresql_builds(pg_tree, tmp_path, monkeypatch):
     from pgolab import bench, report, suite
     from pgolab.store import Store
     need("valgrind")
-    from pgolab.record import BuildRecord
     with monkeypatch.context() as m:
         m.setenv("PGOLAB_HOME", str(other_home()))
         imported = BuildRecord.find("rel_pgo_use", pg_tree.path).server_binary

@@ -59,6 +59,26 @@ def test_a_profile_made_for_another_build_is_refused_naming_the_field(tmp_path, 
         profile_file.unpack(out, expected(**{field: value}), GccProfile(), tmp_path / "target")
 
 
+def test_a_folder_of_profiles_gives_each_build_the_file_its_own_training_made(tmp_path):
+    """matrix --profiles: a file is chosen only for the build it was made for, by the very same
+    training (a replicate's other seed is another training under the same label)."""
+    record = trained_build(tmp_path)
+    record.training_digest = "11" * 8
+    folder = tmp_path / "profiles"
+    out = folder / "exporting"
+    identity = profile_file.export(record, "rel_pgo_gen", GccProfile(), record.dir / "profile", out)
+    kept = out.replace(folder / profile_file.file_name(identity))
+    assert kept.name.startswith("postgresql-15.18-rel_pgo_gen-") and kept.name.endswith(profile_file.SUFFIX)
+    assert profile_file.find(folder, expected(training_digest="11" * 8)) == kept
+    assert profile_file.find(folder, expected(training_digest="22" * 8)) is None      # another seed or length
+    assert profile_file.find(folder, expected(training_digest="")) is None            # a training it cannot tell
+    assert profile_file.find(folder, expected(training_digest="11" * 8, instrumented_variant="rel_lto_pgo_gen")) is None
+    assert profile_file.find(tmp_path / "none", expected(training_digest="11" * 8)) is None
+    record.training_digest = None      # a build that read an imported profile says no training of its own
+    untold = profile_file.export(record, "rel_pgo_gen", GccProfile(), record.dir / "profile", tmp_path / "u.tgz")
+    assert untold.training_digest == ""
+
+
 def test_a_file_that_is_no_profile_or_from_a_newer_pgolab_says_what_to_do(tmp_path):
     junk = tmp_path / "junk.tgz"
     junk.write_bytes(b"not a tarball")

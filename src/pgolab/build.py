@@ -43,7 +43,7 @@ from .variants import FlagSet, Variant, flags_for
 from .workloads import TrainingSpec
 
 __all__ = ["BuildRequest", "BuildResult", "Pipeline", "build", "like_distribution", "variant_dir", "Reporter",
-           "QuietReporter"]
+           "QuietReporter", "with_profile_from", "keep_profile"]
 
 
 @dataclass
@@ -219,11 +219,7 @@ class Pipeline:
         # A profile comes from a file (--profile) or a training, decided once by the chain; the build
         # that reads it makes it unless it has a profile twin (_bolt, _split, _hotcold), which does.
         imports, makes = self.chain.imports, owner is self
-        expected = profile_file.expected_identity(
-            self.request.source.server, content_digest(self.request.source.path, self.source_digest),
-            profile_file.instrumented_name(self.variant, self.request.distribution, self.request.engines),
-            self.toolchain.versions()) \
-            if imports and makes else None
+        expected = self.expected_profile() if imports and makes else None
         return PgoContext(
             compile=self.compile_context(), tool=self.profile_tool, profile_dir=self.profile_dir,
             instrumented_profile_dir=self.instrumented.profile_dir if self.instrumented else self.profile_dir,
@@ -234,6 +230,20 @@ class Pipeline:
             profile_file=self.request.profile_file if imports and makes else None, expected=expected,
             # A profile twin imports the profile but runs no check: the build that compiles checks.
             stale_min_match=self.request.stale_min_match if imports else None)
+
+    def expected_profile(self) -> profile_file.ProfileIdentity:
+        """What a profile file must be made from for this build to compile with it. Its training is
+        checked only where a file is chosen from a folder (with_profile_from)."""
+        return profile_file.expected_identity(
+            self.request.source.server, content_digest(self.request.source.path, self.source_digest),
+            profile_file.instrumented_name(self.variant, self.request.distribution, self.request.engines),
+            self.toolchain.versions(), self.request.train.label, self.request.train.digest())
+
+    def profile_trained_here(self) -> bool:
+        """Whether this machine has begun the training whose profile this build reads (a phase of it
+        is recorded in the folder of its profile's owner)."""
+        phases = PhaseState(self.profile_owner.layout.state_file).phases
+        return any(name in phases for name in TRAINING_PHASES)
 
     def bolt_context(self) -> BoltContext:
         servers = self.servers
@@ -379,6 +389,35 @@ def build(request: BuildRequest, reporter: Reporter | None = None) -> BuildResul
     return Pipeline(request, reporter or QuietReporter()).run()
 
 
+def with_profile_from(request: BuildRequest, folder: Path) -> BuildRequest:
+    """A PGO build compiling with the file in `folder` (keep_profile's) that the same training made for
+    it, as on the machine that trained it: the same binary, without an instrumented build and a
+    training. Not once this machine has begun that training: it goes on with its own, whose export the
+    file may be."""
+    if request.profile_file is not None or not request.variant.reads_profile:
+        return request
+    pipeline = Pipeline(request)
+    if pipeline.profile_trained_here():
+        return request
+    found = profile_file.find(folder, pipeline.expected_profile())
+    return replace(request, profile_file=found) if found is not None else request
+
+
+def keep_profile(pipeline: Pipeline, record: BuildRecord, folder: Path) -> Path | None:
+    """A finished PGO build's profile, trained here, exported into `folder` once (named by what it is
+    for), for with_profile_from on another machine; the file that is there already, or None for a
+    build that trained nothing here."""
+    if not pipeline.variant.reads_profile or record.training_digest is None:    # (None: not trained here)
+        return None
+    if (found := profile_file.find(folder, pipeline.expected_profile())) is not None:
+        return found
+    exporting = folder / f"{record.label}.exporting"
+    identity = profile_file.export(
+        record, profile_file.instrumented_name(pipeline.variant, pipeline.request.distribution, pipeline.request.engines),
+        pipeline.profile_tool, pipeline.profile_dir, exporting)
+    return exporting.replace(folder / profile_file.file_name(identity))
+
+
 def train_profile(request: BuildRequest, out: Path, reporter: Reporter | None = None) -> profile_file.ProfileIdentity:
     """`pgolab profile make`: a PGO build's instrumented build and training, up to its merged profile,
     written to `out` as `pgolab profile export` writes one; the optimized compile is left to whoever
@@ -396,4 +435,4 @@ def train_profile(request: BuildRequest, out: Path, reporter: Reporter | None = 
         instrumented_variant=profile_file.instrumented_name(variant, request.distribution, request.engines),
         compiler=pipeline.toolchain.versions(), source_version=request.source.version, training=request.train.label,
         made_by=f"{variant.name}'s training of {instrumented.variant.name} (binary {file_digest(binary)[:12]})",
-        source_root=str(request.source.path))
+        source_root=str(request.source.path), training_digest=request.train.digest())

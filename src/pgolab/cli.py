@@ -233,6 +233,10 @@ JOBS_OPTION = typer.Option(os.cpu_count() or 2, "--jobs", "-j", metavar="N", hel
 ENGINE_OPTION = typer.Option([], "--engine", metavar="NAME",
                              help="also build this storage-engine plugin (MariaDB: rocksdb), which the training "
                                   "covers; labelled +NAME (repeatable)")
+PROFILES_OPTION = typer.Option(None, "--profiles", metavar="DIR", file_okay=False,
+                               help="a folder of PGO profiles: a PGO build another machine trained the same way "
+                                    "compiles with its profile there (the same binary, so a run begun there "
+                                    "goes on here); one trained here is exported into it")
 REPLICATES_OPTION = typer.Option(1, "--replicates", metavar="N",
                                  help="N independent builds of each variant (labelled V, V+r2, ...): another "
                                       "training seed for PGO, another code layout for every build; a report "
@@ -613,6 +617,7 @@ def matrix_cmd(
                                         help="build and measure the K-th of N shares of the matrix, and the base "
                                              "(pgolab merge puts the shards' runs together)"),
     replicates: int = REPLICATES_OPTION,
+    profiles: Optional[Path] = PROFILES_OPTION,
     cluster: Optional[str] = typer.Option(None, "--cluster", metavar="tcp://SCHEDULER:8786",
                                           help="build and cost-measure on a Dask cluster, one build per task, and "
                                                "merge the results here (workers: --resources build=1)"),
@@ -630,6 +635,9 @@ def matrix_cmd(
     if cluster and replicates > 1:
         raise PgolabError("--replicates is not run on a cluster yet", hint="run the matrix with --replicates on one "
                           "host, or in shards (--shard K/N) merged with pgolab merge")
+    if cluster and profiles:
+        raise PgolabError("--profiles is not read on a cluster yet: each worker trains its own PGO builds",
+                          hint="leave --profiles out, or run the matrix on one host or in shards (--shard K/N)")
     if bench_host and not cluster:
         raise PgolabError("--bench-host names a worker of a --cluster", hint="add --cluster tcp://SCHEDULER:8786, or "
                           "leave --bench-host out: a matrix on one host measures its QPS there")
@@ -642,7 +650,8 @@ def matrix_cmd(
     request = matrix.MatrixRequest(
         sources=trees, variants=matrix.choose(variants, bolt), base=base, train=train_spec,
         options=options, run_name=run_name or matrix.default_run_name(trees, options, share, replicates),
-        binaries=[bench.binary_target(b) for b in binary], jobs=jobs, shard=share, replicates=replicates)
+        binaries=[bench.binary_target(b) for b in binary], jobs=jobs, shard=share, replicates=replicates,
+        profiles=profiles.absolute() if profiles else None)
     store = Store(store_path)
     shown = ", ".join(f"{t.server} {t.version}" for t in trees)
     console.print(f"source: {shown}; run {request.run_name}; store {store.path}")
@@ -673,6 +682,7 @@ def best_cmd(
     train_seconds: int = TRAIN_SECONDS_OPTION,
     train_connections: Optional[int] = TRAIN_CONNECTIONS_OPTION,
     jobs: int = JOBS_OPTION,
+    profiles: Optional[Path] = PROFILES_OPTION,
     run_name: Optional[str] = typer.Option(None, "--run", metavar="NAME",
                                            help="prefix of the rounds' run names (default: best-SOURCE-SUITE)"),
     *, options, binary, store_path, out_dir,
@@ -692,7 +702,7 @@ def best_cmd(
         sources=[tree], variants=[start_variant], base=start, train=parse_train(train, train_seconds,
                                                                                 connections=train_connections),
         options=replace(options, modes=("cost",)), run_name=run_name or f"best-{tree.label}-{options.suite}",
-        binaries=[bench.binary_target(b) for b in binary], jobs=jobs)
+        binaries=[bench.binary_target(b) for b in binary], jobs=jobs, profiles=profiles.absolute() if profiles else None)
     store = Store(store_path)
     console.print(f"source: {tree.server} {tree.version}; search from {start}; store {store.path}")
     with _progress_display() as progress:
@@ -762,6 +772,25 @@ def machines_cmd(
     from .render import export, print_terminal
     from .store import Store
     data = machines.compare(merge.load(Store(store_path), runs), label)
+    print_terminal(data, out)
+    if out_dir:
+        console.print(f"exported to {out_dir}: {', '.join(p.name for p in export(data, out_dir).values())}")
+
+
+@app.command("axes")
+def axes_cmd(
+    runs: List[str] = typer.Argument(..., metavar="RUN_OR_FILE...",
+                                     help="runs of one server: stored here, or files written by pgolab export"),
+    store_path: Optional[Path] = STORE_OPTION,
+    out_dir: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="also export the table here"),
+) -> None:
+    """Every axis's effect on one server in one table: each build against its twin without that axis
+    (rel_lto against rel, a best round's candidate against its start), from every run given, each read
+    as its own report reads it, in every measure it has, with its run and machine."""
+    from . import axis_table, merge
+    from .render import export, print_terminal
+    from .store import Store
+    data = axis_table.axes_report(merge.load(Store(store_path), runs, at_least=1))
     print_terminal(data, out)
     if out_dir:
         console.print(f"exported to {out_dir}: {', '.join(p.name for p in export(data, out_dir).values())}")

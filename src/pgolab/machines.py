@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from . import merge, stats
 from .bench import BINDING_KEYS
@@ -26,7 +24,7 @@ from .host import Host
 from .measurement import figures
 from .measures import host_records
 from .binaries import digest_listing, same_binary
-from .store import Store, StoredTarget
+from .store import StoredTarget
 
 COST = "cost"
 # What may differ between the runs of one experiment on two machines: their binding (the targets and
@@ -131,19 +129,15 @@ class MachineSuite:
 def machine_suites(shards: list[merge.Shard], label: str, base: str) -> dict[str, list[MachineSuite]]:
     """Per figure key, each run's estimates of `label` against `base` (each run analysed alone, as its
     own report does, in a store of its own that is thrown away)."""
-    from .report import analysis_of
+    from .report import analyses_apart
     from .report.tables import figure_name
     found: dict[str, list[MachineSuite]] = {}
-    with tempfile.TemporaryDirectory(prefix="pgolab-machines-") as folder:
-        for i, shard in enumerate(shards):
-            store = Store(Path(folder) / f"{i}.sqlite")
-            run_id, _ = store.add_rows(shard.rows)
-            _, a = analysis_of(store, run_id, base)
+    with analyses_apart([shard.rows for shard in shards], base) as analysed:
+        for run, a in analysed:
             for f in a.headline():
                 if (f.key, label) in a.suites:
                     found.setdefault(f.key, []).append(MachineSuite(
-                        shard.rows["run"]["name"], a.host, figure_name(a, f, on_cpu=False), a.is_model(f),
-                        a.suites[(f.key, label)]))
+                        run.name, a.host, figure_name(a, f, on_cpu=False), a.is_model(f), a.suites[(f.key, label)]))
     return found
 
 

@@ -18,7 +18,7 @@ from typing import Protocol
 from . import bench, paths, replicates
 from . import labels as target_labels
 from . import variants as variants_mod
-from .build import BuildRequest, BuildResult, Pipeline, require_buildable
+from .build import BuildRequest, BuildResult, Pipeline, keep_profile, require_buildable, with_profile_from
 from .errors import PgolabError
 from .fleet import BenchTarget
 from .host import Host
@@ -137,6 +137,9 @@ class MatrixRequest:
     use_ccache: bool = True
     shard: tuple[int, int] | None = None     # (K, N): build and measure the K-th share, and the base
     replicates: int = 1                      # builds of each variant (replicates.py), the base's too
+    # A folder of PGO profiles: a PGO build compiles with the one its training made on another machine
+    # (the same binary, so a run begun there goes on here), and one trained here is exported into it.
+    profiles: Path | None = None
 
 
 class MatrixProgress(Protocol):
@@ -247,7 +250,13 @@ def build_all(request: MatrixRequest, chosen: list[Variant],
         reporter = progress.build_started(i, len(order), variant)
         build_request = BuildRequest(tree, variant, request.train, jobs=request.jobs,
                                      use_ccache=request.use_ccache).replicate_of(k)
-        result = Pipeline(build_request, reporter).run()
+        if request.profiles is not None:
+            build_request = with_profile_from(build_request, request.profiles)
+        pipeline = Pipeline(build_request, reporter)
+        result = pipeline.run()
+        if request.profiles is not None and result.record is not None:
+            if (kept := keep_profile(pipeline, result.record, request.profiles)) is not None:
+                reporter.message(f"profile: {kept}")
         built.append((tree, result))
         progress.build_finished(i, len(order), result, time.monotonic() - t0)
     return built

@@ -30,6 +30,7 @@ from .variants import parse as parse_variant
 FORMAT = 1
 IDENTITY_FILE = "pgolab-profile.json"
 PROFILE_FOLDER = "profile"
+SUFFIX = ".profile.tar.gz"
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,9 @@ class ProfileIdentity:
     # The trained tree's path: clang names functions of internal linkage by their file, so a build
     # of a tree elsewhere renames them (profiles/relocation.py). Files before it: inferred.
     source_root: str = ""
+    # TrainingSpec.digest() of the training (load, length, seed), which the label alone does not say;
+    # empty in files written before it, and for a build that itself read an imported profile.
+    training_digest: str = ""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -74,9 +78,28 @@ class ProfileIdentity:
                 for name in checked if getattr(self, name) != getattr(expected, name)]
 
 
-def expected_identity(server: str, source_digest: str, instrumented_variant: str, compiler: dict) -> ProfileIdentity:
-    """What a build needs of a profile (the other fields are the profile's own)."""
-    return ProfileIdentity(server, source_digest, instrumented_variant, compiler, "", "", "", 0, 0, "")
+def expected_identity(server: str, source_digest: str, instrumented_variant: str, compiler: dict,
+                      training: str = "", training_digest: str = "") -> ProfileIdentity:
+    """What a build needs of a profile (the other fields are the profile's own); the training is
+    checked only where a build chooses among files (find)."""
+    return ProfileIdentity(server, source_digest, instrumented_variant, compiler, "", training, "", 0, 0, "",
+                           training_digest=training_digest)
+
+
+def file_name(identity: ProfileIdentity) -> str:
+    """A profile file's name in a folder of them (find): what it is for, and its own digest."""
+    return (f"{identity.server}-{identity.source_version}-{identity.instrumented_variant}-"
+            f"{identity.profile_digest[:12]}{SUFFIX}")
+
+
+def find(folder: Path, expected: ProfileIdentity) -> Path | None:
+    """The file in `folder` made for a build expecting `expected` by the very same training (by
+    digest): a build compiled from it is the build that trained it (`pgolab matrix --profiles`)."""
+    for path in sorted(folder.glob(f"*{SUFFIX}")) if folder.is_dir() else []:
+        identity = read_identity(path)
+        if not identity.mismatch(expected) and identity.training_digest == expected.training_digest != "":
+            return path
+    return None
 
 
 def instrumented_name(variant, distribution, engines=()) -> str:
@@ -118,7 +141,7 @@ def export(record: BuildRecord, instrumented_variant: str, tool: ProfileTool, pr
     return write(out, files, server=record.server, source_digest=_source_content(record),
                  instrumented_variant=instrumented_variant, compiler=record.toolchain,
                  source_version=record.version, training=record.training or "", made_by=made_by,
-                 source_root=str(record.source_path))
+                 source_root=str(record.source_path), training_digest=record.training_digest or "")
 
 
 def write(out: Path, files: list[Path], *, made_by: str, **identity) -> ProfileIdentity:

@@ -151,9 +151,12 @@ class HtmlRenderer(MarkupRenderer):
 
 
 def to_csv(table: Table) -> str:
-    """One table; an interval becomes value, low, high and verdict columns."""
+    """One table; an interval becomes value, low, high and verdict columns, side by side in the
+    table's column order, whichever row first holds one (a row without it leaves them empty)."""
     buf = io.StringIO()
-    fields: list[str] = []
+    intervals = {c.key for c in table.columns if any(isinstance(r.get(c.key), stats.Estimate) for r in table.rows)}
+    fields = [k for c in table.columns
+              for k in ((c.key, f"{c.key}_low", f"{c.key}_high") if c.key in intervals else (c.key,))]
     rows = []
     for r in table.rows:
         flat = {}
@@ -164,8 +167,7 @@ def to_csv(table: Table) -> str:
             else:
                 flat[c.key] = v
         rows.append(flat)
-        fields += [k for k in flat if k not in fields]
-    writer = csv.DictWriter(buf, fieldnames=fields or [c.key for c in table.columns], lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
     return buf.getvalue()

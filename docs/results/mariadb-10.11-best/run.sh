@@ -12,12 +12,14 @@
 # the start's profile and one BOLT pass, about three hours with the machine to itself; a round is a
 # stored matrix run named after its binaries, so running this again on the same machine goes on where
 # it stopped, and a new machine given the committed store reads every finished round from it and
-# builds only from the last one on (an unfinished round starts again there: other PGO binaries).
+# builds only from the last one on. Its PGO builds compile from the profiles kept in profiles/ (commit
+# them with the store), so an unfinished round's PGO builds are the same binaries there; its BOLT
+# build is trained again, so that round starts a new run.
 . "$(dirname "$0")/../proof-env.sh"
 S=$($P source mariadb --version 10.11.18)
 BEST=($P best "$S" --axes clang19,split,hotcold,noplt,bolt --suite quick --cost-jobs 2 --cost-scale 0.25
       --seconds 2 --instances 2 --blocks 3 --binary distro=/usr/sbin/mariadbd
-      --run mariadb-best --store $OUT/results.sqlite --out $OUT/report)
+      --run mariadb-best --store $OUT/results.sqlite --out $OUT/report --profiles $OUT/profiles)
 # The rounds (builds and cost), then the same command: the rounds are read back from the store and the
 # QPS confirmation runs (QPS wants the machine to itself: run it from the queue, or pause the queue).
 "${BEST[@]}" --no-confirm </dev/null > $OUT/rounds.txt

@@ -49,7 +49,11 @@ if [[ $STEP == native ]]; then
 fi
 V=$($P variants --json | python3 -c 'import json,sys; print(",".join(v["name"] for v in json.load(sys.stdin)))')
 V="$V,rel_pgo_use_bolt,rel_lto_pgo_use_clang_bolt"
-COMMON=(--variants "$V" --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --shard "$STEP/$N" --store "$OUT/results.sqlite")
+# profiles/: each PGO build's profile, kept as it is trained (commit it with the store): a shard this
+# machine did not finish goes on on another, whose PGO builds compile from these files (the same
+# binaries, so the same run) instead of training again; a _bolt build trains BOLT again there.
+COMMON=(--variants "$V" --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --shard "$STEP/$N" --store "$OUT/results.sqlite"
+        --profiles "$OUT/profiles")
 # Each measure's run is exported as soon as it is done, and a measure whose file is committed is
 # skipped: a session that ends in the QPS run keeps the cost run, and the next machine measures QPS only.
 # QPS wants the machine to itself: the report says THE MACHINE WAS NOT IDLE otherwise.

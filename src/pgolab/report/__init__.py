@@ -9,6 +9,11 @@ verdicts "cheaper"/"costlier", never "faster".
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
 from ..errors import PgolabError
 from ..measures import MEASURES
 from ..store import MergedShards, Store, StoredRun, not_built
@@ -34,6 +39,19 @@ def analysis_of(store: Store, run_ref: str | int | None, base: str | None = None
     tolerances = {m.key: m.tolerance(run.options) for m in MEASURES.values()}
     return run, analyse(store, run.id, base, labels, tolerances, run.host, store.samples(run.id), run.options,
                         merged=run.merged is not None)
+
+
+@contextmanager
+def analyses_apart(runs: list[dict], base: str | None = None) -> Iterator[list[tuple[StoredRun, Analysis]]]:
+    """Each run's rows (a stored run's, or a run file's) analysed alone, as its own report reads it,
+    each in a store of its own, thrown away after: for tables that set runs side by side."""
+    with tempfile.TemporaryDirectory(prefix="pgolab-runs-") as folder:
+        found = []
+        for i, rows in enumerate(runs):
+            store = Store(Path(folder) / f"{i}.sqlite")
+            run_id, _ = store.add_rows(rows)
+            found.append(analysis_of(store, run_id, base))
+        yield found
 
 
 def compute(store: Store, run_ref: str | int | None, base: str | None = None) -> Report:
