@@ -34,7 +34,7 @@ from .record import BinaryInfo, BuildRecord
 from .report import analysis_of
 from .sources import content_digest, file_digest
 from .stats import Estimate
-from .store import Store, StoredRun, identity_difference
+from .store import Store, StoredRun, StoredTarget, identity_difference
 from .variants import AXES, Axis, Variant, parse
 
 # The best build of the published MySQL 8.0.28 table (clang PGO+LTO, 1.77x).
@@ -266,8 +266,7 @@ def final_binary(store: Store, result: SearchResult, confirm_run: str | None = N
     confirmation) measured as the winner and that this machine still holds, by digest; else what the
     newest run measured it as, where, and how to have it here."""
     names = [*(r.run for r in result.rounds if r.run), *filter(None, [confirm_run])]
-    measured = [(run, target) for name in names if (run := store.run(name)) is not None
-                for target in store.targets(run.id) if target.label == result.winner]
+    measured = [found for name in names if (found := _measured(store, name, result.winner)) is not None]
     if not measured:
         return f"final binary: {result.winner}, which no stored run measured"
     kept = next((r.run for r in result.rounds if r.kept == result.winner), None)
@@ -285,15 +284,22 @@ def final_binary(store: Store, result: SearchResult, confirm_run: str | None = N
              f"not on this machine; run {run.name} measured {result.winner} as sha256 {target.binary_digest[:12]} "
              f"on {run.host.model()}")
     return (f"final binary: {where}. The same `pgolab best` command without --no-confirm builds it here for its "
-            f"QPS confirmation, with the search's training (a PGO build trains again: another binary of the variant)")
+            f"QPS confirmation, with the search's training (a PGO build trains again, another binary of the variant, "
+            f"unless --profiles holds the profile the search kept)")
+
+
+def _measured(store: Store, run_name: str, label: str) -> tuple[StoredRun, StoredTarget] | None:
+    """The stored run of that name and its target of that label, if both are there."""
+    run = store.run(run_name)
+    target = next((t for t in store.targets(run.id) if t.label == label), None) if run is not None else None
+    return (run, target) if target is not None else None
 
 
 def rebuilt_starts(store: Store, result: SearchResult) -> tuple[int, ...]:
     """The rounds whose start, in their run, is another binary than the candidate the round before
     kept, in that round's run (a round read from another machine's store, then one built here)."""
     def digest(run: str, label: str) -> str | None:
-        stored = store.run(run)
-        return next((t.binary_digest for t in store.targets(stored.id) if t.label == label), None) if stored else None
+        return found[1].binary_digest if (found := _measured(store, run, label)) is not None else None
     return tuple(after.index for before, after in zip(result.rounds, result.rounds[1:])
                  if before.kept and after.run and before.run
                  and digest(before.run, before.kept) != digest(after.run, after.current))
