@@ -63,3 +63,19 @@ native_piece() {   # STEM RUN_PREFIX SOURCE SERVER MATRIX_OPTION...
   export_newest_run "$prefix" "$OUT/$stem.run.gz" || return
   $P builds --markdown --server "$server" > "$OUT/builds-$stem.md"
 }
+
+# One server's axis table (`pgolab axes`) from committed runs, into $OUT/report and $OUT/axes.txt. Each
+# piece is PROOF/STORE:RUN (docs/results/PROOF/STORE.sqlite's run, exported first) or a run file.
+axes_table() {   # PIECE...
+  local tmp=/tmp/pgolab-axes-$(basename "$OUT") piece files=()
+  rm -rf "$tmp"; mkdir -p "$tmp"
+  for piece in "$@"; do
+    if [ -f "$piece" ]; then files+=("$piece"); continue; fi
+    $P export "${piece#*:}" --store "docs/results/${piece%%:*}.sqlite" -o "$tmp/${piece#*:}.run.gz" 2>/dev/null || return
+    files+=("$tmp/${piece#*:}.run.gz")
+  done
+  rm -rf "$OUT/report"
+  COLUMNS=400 $P axes "${files[@]}" --out "$OUT/report" </dev/null > "$OUT/axes.txt"; local rc=$?
+  rm -rf "$tmp"
+  return $rc
+}

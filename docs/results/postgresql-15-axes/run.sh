@@ -14,12 +14,4 @@ PIECES=(postgresql-15-llvm19/results:pg15-llvm19-fbb18832
         postgresql-15-best/results:pg15-best-round1-216a7215
         postgresql-15-best/results:pg15-best-round2-0fbefc80
         postgresql-15-best/results:pg15-best-confirm-39678a25)
-TMP=/tmp/pgolab-postgresql-15-axes; rm -rf "$TMP"; mkdir -p "$TMP"; trap 'rm -rf "$TMP"' EXIT
-FILES=()
-for piece in "${PIECES[@]}"; do
-  run=${piece#*:}
-  $P export "$run" --store "docs/results/${piece%%:*}.sqlite" -o "$TMP/$run.run.gz" 2>/dev/null
-  FILES+=("$TMP/$run.run.gz")
-done
-rm -rf "$OUT/report"
-COLUMNS=400 $P axes "${FILES[@]}" --out "$OUT/report" </dev/null > "$OUT/axes.txt"
+axes_table "${PIECES[@]}"
