@@ -282,3 +282,9 @@ def test_binaries_in_a_run_name_stand_for_the_targets_digests():
     assert bench.resolve_run_name("m-{binaries}", {**digests, "b": "3" * 64}) != name
     assert bench.resolve_run_name("m-{binaries}", {"a": "2" * 64, "b": "1" * 64}) != name   # labels count
     assert bench.resolve_run_name("plain", digests) == "plain"
+    # A run whose figures belong to its machine (QPS): the same binaries elsewhere are another run.
+    here, there = {"cpu": "AMD EPYC", "cpu_id": "family 25"}, {"cpu": "Intel Xeon", "cpu_id": "family 6"}
+    assert bench.resolve_run_name("m-{binaries}", digests, here) not in (name, bench.resolve_run_name(
+        "m-{binaries}", digests, there))
+    assert bench.resolve_run_name("m-{binaries}", digests, dict(reversed(here.items()))) == \
+        bench.resolve_run_name("m-{binaries}", digests, here)

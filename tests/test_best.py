@@ -196,7 +196,7 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
 
     def stored_round(name: str, options=OPTIONS, base=start.name, content=None, training=train,
                      cycles=CYCLE_FORMULA, status="finished", labels=tuple(speeds), made_here=b"",
-                     geometry=CACHE_GEOMETRY) -> None:
+                     geometry=CACHE_GEOMETRY, imported: str | None = None) -> None:
         targets = []
         for label in labels:
             binary = tmp_path / name / label
@@ -205,6 +205,9 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
             source = SourceInfo(version="15.18", content_digest=content or sources.content_digest(tree_path))
             record = BuildRecord(label, label, "clang", "postgresql", source, {}, {}, str(binary), "/i", "/l",
                                  training=training.label, training_digest=training.digest(), build_seconds=600)
+            if imported is not None:     # built from a --profiles file whose training has this digest
+                record.training, record.training_digest = f"{training.label} (imported from p.profile.tar.gz)", None
+                record.profile = {"profile-import": {"training_digest": imported}}
             installation = FakeInstallation(binary, "postgresql", "pgsql")
             targets.append(BenchTarget(label, BuildRecord.kind, installation, record))
         run_id = bench.run_bench(store, name, base, targets, options, "pgolab best (elsewhere)",
@@ -292,6 +295,12 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
         f"final binary: {start.name}, which no stored run measured"
     stored_round("s-round2-c2", base=ahead[0].name, labels=(ahead[0].name, ahead[1].name))
     assert best.rebuilt_starts(store, replace(path, rounds=[path.rounds[0], replace(path.rounds[1], run="s-round2-c2")])) == ()
+    # Builds compiled from --profiles files (a round finished on a machine that did not train them) are
+    # this search's builds if the file's training is the search's, by digest.
+    stored_round("s-round1-e1", imported=train.digest())
+    stored_round("s-round1-e2", imported=parse_train("mix", 10).digest())
+    assert rounds._same_builds(store.run("s-round1-e1"), set(speeds))
+    assert not rounds._same_builds(store.run("s-round1-e2"), set(speeds))
 
 
 def test_the_path_gives_the_winner_against_the_start_and_each_reference_binary_in_the_qps_confirmation(tmp_path):

@@ -354,8 +354,9 @@ def test_a_bolt_pgo_build_given_a_profile_file_has_its_twin_import_it(tmp_path, 
 
 def test_a_folder_of_profiles_gives_a_bolt_build_its_twins_file_until_the_twin_trains_here(tmp_path, monkeypatch):
     """matrix --profiles: the file the twin's training made (by digest) is given to the _bolt build,
-    whose twin imports it; another training's build gets none; once this machine has begun the
-    twin's training, that training goes on and no file is given."""
+    whose twin imports it; another training's build, or a sibling training of its own, gets none;
+    once this machine has begun the twin's training, that training goes on and no file is given,
+    but a training of another spec begun there does not count."""
     from dataclasses import replace
 
     from pgolab import profile_file
@@ -369,6 +370,7 @@ def test_a_folder_of_profiles_gives_a_bolt_build_its_twins_file_until_the_twin_t
     twin = Pipeline(request).profile_owner
     assert twin.variant.name == "rel_pgo_use"
     expected = twin.expected_profile()
+    assert expected.trained_build == "rel_pgo_use" == Pipeline(request).expected_profile().trained_build
     counts = tmp_path / "trained" / "a.gcda"
     counts.parent.mkdir()
     counts.write_bytes(b"\x01\x02")
@@ -377,13 +379,18 @@ def test_a_folder_of_profiles_gives_a_bolt_build_its_twins_file_until_the_twin_t
     profile_file.write(made, [counts], made_by="another machine", server=expected.server,
                        source_digest=expected.source_digest, instrumented_variant=expected.instrumented_variant,
                        compiler=expected.compiler, source_version="15.18", training=expected.training,
-                       training_digest=expected.training_digest)
+                       training_digest=expected.training_digest, trained_build=expected.trained_build)
     assert expected.instrumented_variant == "rel_pgo_gen" and expected.training_digest == parse_train("mix", 10).digest()
     given = with_profile_from(request, folder)
     assert given.profile_file == made and Pipeline(given).profile_twin.plan()[0].name == "profile-import"
     assert with_profile_from(replace(request, train=parse_train("mix", 11)), folder) == replace(
         request, train=parse_train("mix", 11))
+    partial = BuildRequest(tree, parse("rel_pgo_use_partial"), parse_train("mix", 10))    # its own training
+    assert with_profile_from(partial, folder) == partial
     assert with_profile_from(BuildRequest(tree, parse("rel_o2nofp"), parse_train("mix", 10)), folder).profile_file is None
     twin.layout.state_file.parent.mkdir(parents=True, exist_ok=True)
-    twin.layout.state_file.write_text(json.dumps({"phases": {"train": {"digest": "x", "seconds": 1.0}}}))
+    trained = {"digest": "x", "seconds": 1.0, "training_digest": parse_train("mix", 10).digest()}
+    twin.layout.state_file.write_text(json.dumps({"phases": {"train": trained}}))
     assert with_profile_from(request, folder) == request
+    twin.layout.state_file.write_text(json.dumps({"phases": {"train": {**trained, "training_digest": "another"}}}))
+    assert with_profile_from(request, folder).profile_file == made

@@ -136,7 +136,7 @@ def test_a_cost_only_matrix_builds_what_it_can_measure_and_notes_the_rest(tmp_pa
     monkeypatch.setattr(matrix, "of_modes", lambda modes: [_NoNativeCost()])
 
     class FakePipeline:
-        def __init__(self, request, reporter):
+        def __init__(self, request, reporter, source_digest=None):
             self.name = request.name
 
         def run(self):

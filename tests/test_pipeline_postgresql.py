@@ -176,19 +176,20 @@ def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tr
     # and goes on with its own training; another home, which never trained it, is given that file.
     request = BuildRequest(pg_tree, variant, parse_train("mix", TRAIN_SECONDS))
     folder = home / "profiles"
-    assert with_profile_from(request, folder) == request, "an empty folder gives no profile"
     trained = BuildRecord.load(vdir / "build.json")
-    kept = keep_profile(Pipeline(request), trained, folder)
-    assert kept is not None and keep_profile(Pipeline(request), trained, folder) == kept
-    assert list(folder.iterdir()) == [kept], "one file per training"
+    said = keep_profile(Pipeline(request), trained, folder)
+    (kept,) = list(folder.iterdir())
+    assert said == f"profile: {kept}" and keep_profile(Pipeline(request), trained, folder) == f"profile: {kept} (kept before)"
     assert with_profile_from(request, folder) == request, "trained here: its own training goes on"
-    assert profile_file.read_identity(kept).profile_digest == exported_identity.profile_digest
+    identity = profile_file.read_identity(kept)
+    assert identity.profile_digest == exported_identity.profile_digest and identity.trained_build == "rel_pgo_use"
     monkeypatch.setenv("PGOLAB_HOME", str(other_home()))
+    assert with_profile_from(request, home / "no-profiles") == request, "an empty folder gives no profile"
     chosen = with_profile_from(request, folder).profile_file
+    other_training = BuildRequest(pg_tree, variant, parse_train("mix", TRAIN_SECONDS + 1))
+    assert with_profile_from(other_training, folder) == other_training, "another training's build gets none"
     monkeypatch.setenv("PGOLAB_HOME", str(home))
     assert chosen == kept, "another home is given the file its training made"
-    assert with_profile_from(BuildRequest(pg_tree, variant, parse_train("mix", TRAIN_SECONDS + 1)), folder) == \
-        BuildRequest(pg_tree, variant, parse_train("mix", TRAIN_SECONDS + 1)), "another training's build gets none"
     elsewhere = {**os.environ, "PGOLAB_HOME": str(other_home())}
     from_file = subprocess.run(pgolab("build", str(pg_tree.path), "--variant", variant.name, "--profile", str(chosen),
                                       "--json"), capture_output=True, text=True, timeout=3000, env=elsewhere)
@@ -197,6 +198,7 @@ def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tr
     assert not any(k.startswith("gen-") or k == "train" for k in imported["phases"]), imported["phases"]
     assert imported["training"] == f"mix (imported from {kept.name})"
     assert imported["training_digest"] is None, "a profile from a file is no training of this build's"
+    assert imported["profile"]["profile-import"]["training_digest"] == parse_train("mix", TRAIN_SECONDS).digest()
     assert imported["code_bytes"] == record["code_bytes"], "built from the exported profile, other code"
     assert imported["profile"]["check-profile"]["with_profile"] == record["profile"]["check-profile"]["with_profile"]
     # postgres records its compile flags, which name the profile's folder: pgolab has it record a
@@ -241,7 +243,7 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     cmd = pgolab("matrix", str(pg_tree.path), "--variants", MATRIX_VARIANT, "--base", MATRIX_BASE,
                  "--train-seconds", str(TRAIN_SECONDS), "--suite", "quick", "--seconds", "1", "--instances", "1",
                  "--blocks", "2", "--table-size", "5000", "--store", str(store), "--run", "ci-matrix-{binaries}",
-                 "--out", str(tmp_path / "report"))
+                 "--out", str(tmp_path / "report"), "--profiles", str(tmp_path / "profiles"))
     # SIGKILL in the middle of the benchmark: no server may outlive pgolab, no step may be lost or doubled.
     output_log = tmp_path / "matrix-first.log"
     proc = start_logged(cmd, output_log)
@@ -278,6 +280,11 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     from pgolab import report
     from pgolab.store import Store
     assert [r.name for r in Store(store).runs()] == [run_dirs[0].name], "the same binaries continue their run"
+    # --profiles: each training this machine did, kept once (the gcc base's, and the one the clang build's
+    # BOLT twin compiles with, its profile source's), for another machine to build the same binaries from.
+    kept = {profile_file.read_identity(f).trained_build for f in (tmp_path / "profiles").iterdir()}
+    assert kept == {MATRIX_BASE, parse(MATRIX_VARIANT).profile_source().name}, kept
+    assert "(kept before)" in output
     timing = (tmp_path / "report" / "matrix-timing.jsonl").read_text().splitlines()
     assert len(timing) == 1 and json.loads(timing[0])["built_now"] == 0   # the killed invocation logged none
     data = report.compute(Store(store), run_dirs[0].name)

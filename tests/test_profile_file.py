@@ -60,20 +60,37 @@ def test_a_profile_made_for_another_build_is_refused_naming_the_field(tmp_path, 
 
 
 def test_a_folder_of_profiles_gives_each_build_the_file_its_own_training_made(tmp_path):
-    """matrix --profiles: a file is chosen only for the build it was made for, by the very same
-    training (a replicate's other seed is another training under the same label)."""
+    """matrix --profiles: a file is chosen only for the build that trained it (a sibling that shares its
+    instrumented build and training spec, such as rel_pgo_use_partial, trains its own), by the very
+    same training (a replicate's other seed is another training under the same label); an unreadable
+    file is passed over and named; of two for one training, the one the build read before."""
     record = trained_build(tmp_path)
     record.training_digest = "11" * 8
     folder = tmp_path / "profiles"
     out = folder / "exporting"
     identity = profile_file.export(record, "rel_pgo_gen", GccProfile(), record.dir / "profile", out)
+    assert identity.trained_build == "rel_pgo_use" and identity.training_digest == "11" * 8
     kept = out.replace(folder / profile_file.file_name(identity))
     assert kept.name.startswith("postgresql-15.18-rel_pgo_gen-") and kept.name.endswith(profile_file.SUFFIX)
-    assert profile_file.find(folder, expected(training_digest="11" * 8)) == kept
-    assert profile_file.find(folder, expected(training_digest="22" * 8)) is None      # another seed or length
-    assert profile_file.find(folder, expected(training_digest="")) is None            # a training it cannot tell
-    assert profile_file.find(folder, expected(training_digest="11" * 8, instrumented_variant="rel_lto_pgo_gen")) is None
-    assert profile_file.find(tmp_path / "none", expected(training_digest="11" * 8)) is None
+    mine = expected(training_digest="11" * 8, trained_build="rel_pgo_use")
+    assert profile_file.find(folder, mine).path == kept
+    for other in (expected(training_digest="22" * 8, trained_build="rel_pgo_use"),        # another seed or length
+                  expected(training_digest="", trained_build="rel_pgo_use"),              # a training it cannot tell
+                  expected(training_digest="11" * 8, trained_build="rel_pgo_use_partial"),   # a sibling's own
+                  expected(training_digest="11" * 8, trained_build="rel_pgo_use",
+                           instrumented_variant="rel_lto_pgo_gen")):
+        assert profile_file.find(folder, other).path is None, other
+    assert profile_file.find(tmp_path / "none", mine).path is None
+    (folder / f"junk{profile_file.SUFFIX}").write_bytes(b"cut short")
+    found = profile_file.find(folder, mine)
+    assert found.path == kept and len(found.unreadable) == 1 and found.unreadable[0].startswith("junk")
+    # Another file for the same training (another machine's): the first by name, unless the build read the other.
+    (record.dir / "profile" / "src#backend#main#main.gcda").write_bytes(b"\x09")
+    second = profile_file.export(record, "rel_pgo_gen", GccProfile(), record.dir / "profile", folder / "x")
+    second_path = (folder / "x").replace(folder / profile_file.file_name(second))
+    first, other = sorted([kept, second_path])
+    assert profile_file.find(folder, mine).path == first and profile_file.find(folder, mine).others == 1
+    assert profile_file.find(folder, mine, prefer=other).path == other
     record.training_digest = None      # a build that read an imported profile says no training of its own
     untold = profile_file.export(record, "rel_pgo_gen", GccProfile(), record.dir / "profile", tmp_path / "u.tgz")
     assert untold.training_digest == ""

@@ -60,13 +60,15 @@ def run_identity(server: str, base: str, targets: list[BenchTarget], digests: di
 BINARIES_PLACEHOLDER = "{binaries}"
 
 
-def resolve_run_name(name: str, digests: dict[str, str]) -> str:
-    """`{binaries}` in a run name becomes a short digest of every target's label and binary: the
-    same builds continue their run, a rebuild (other binaries, e.g. on a new machine) starts one of
-    its own instead of being refused after hours of building."""
+def resolve_run_name(name: str, digests: dict[str, str], host: dict | None = None) -> str:
+    """`{binaries}` in a run name becomes a short digest of every target's label and binary, and of
+    the host where the run's figures belong to it (`host`: a QPS run's identity's): the same builds
+    continue their run, a rebuild (other binaries), or the same binaries on another machine in QPS
+    (the same PGO binaries from --profiles), start one of their own instead of being refused."""
     if BINARIES_PLACEHOLDER not in name:
         return name
-    short = hashlib.sha256(json.dumps(sorted(digests.items())).encode()).hexdigest()[:8]
+    content = sorted(digests.items()) if host is None else [sorted(digests.items()), host]
+    short = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:8]
     return name.replace(BINARIES_PLACEHOLDER, short)
 
 
@@ -129,11 +131,12 @@ def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget]
     targets = sorted(targets, key=lambda t: t.label != base)
     labels = [t.label for t in targets]
     digests = {t.label: file_digest(t.installation.server_binary) for t in targets}
-    run_name = resolve_run_name(run_name, digests)
     host = Host.this()
+    identity = run_identity(server, base, targets, digests, options, host, measures)
+    run_name = resolve_run_name(run_name, digests, identity.get("host"))
     run_id, _ = store.create_or_resume_run(
         run_name, server=server, base=base, suite=options.suite, options=options, host=host,
-        identity=run_identity(server, base, targets, digests, options, host, measures), command=command)
+        identity=identity, command=command)
     store.add_commands(run_id, list(notes))
     for t in targets:
         store.add_target(run_id, t.label, t.kind, str(t.installation.server_binary), digests[t.label],

@@ -33,6 +33,7 @@ from .measures.cost import cycle_parts
 from .record import BinaryInfo, BuildRecord
 from .report import analysis_of
 from .sources import content_digest, file_digest
+from .stages.pgo import PROFILE_IMPORT
 from .stats import Estimate
 from .store import Store, StoredRun, StoredTarget, identity_difference
 from .variants import AXES, Axis, Variant, parse
@@ -379,6 +380,8 @@ class MatrixRounds:
                     return False
             if record.training is None:      # pgolab records a training for every trained build
                 return not (variant := parse(record.variant)).reads_profile and not variant.bolt
+            if (imported := record.profile.get(PROFILE_IMPORT)) is not None:   # --profiles: the file's training
+                return imported.get("training_digest") == train.digest()
             return record.training == train.label and record.training_digest in (None, train.digest())
         return {t.label for t in targets} == labels and all(same(t.description) for t in targets)
 

@@ -25,7 +25,7 @@ from .distribution import DistributionBuild
 from .errors import PgolabError
 from .layout import BuildLayout, stop_leftover_processes, variant_dir
 from .phases import Phase, PhaseEngine, PhaseState, QuietReporter, Reporter, digest
-from .profiles import sealed_digest
+from .profiles import files_digest, sealed_digest
 from .profiles.bolt import bolt_profile
 from .record import RECORD_FILE, BuildRecord, SourceInfo
 from .runner import Runner, home_runner
@@ -232,18 +232,24 @@ class Pipeline:
             stale_min_match=self.request.stale_min_match if imports else None)
 
     def expected_profile(self) -> profile_file.ProfileIdentity:
-        """What a profile file must be made from for this build to compile with it. Its training is
-        checked only where a file is chosen from a folder (with_profile_from)."""
+        """What a profile file must be made from for this build to compile with it. Its training and
+        the build that trains it are checked only where a file is chosen from a folder (with_profile_from)."""
         return profile_file.expected_identity(
             self.request.source.server, content_digest(self.request.source.path, self.source_digest),
             profile_file.instrumented_name(self.variant, self.request.distribution, self.request.engines),
-            self.toolchain.versions(), self.request.train.label, self.request.train.digest())
+            self.toolchain.versions(), self.request.train.label, self.request.train.digest(),
+            self.profile_owner.request.name)
+
+    def profile_state(self) -> dict:
+        """The phases recorded in the folder of the build whose training makes this build's profile."""
+        return PhaseState(self.profile_owner.layout.state_file).phases
 
     def profile_trained_here(self) -> bool:
-        """Whether this machine has begun the training whose profile this build reads (a phase of it
-        is recorded in the folder of its profile's owner)."""
-        phases = PhaseState(self.profile_owner.layout.state_file).phases
-        return any(name in phases for name in TRAINING_PHASES)
+        """Whether this machine has trained, or begun to train, this build's profile with this request's
+        training: its training phase is recorded, with this training's digest (a phase recorded before
+        the digest was: taken as this training's)."""
+        trained = self.profile_state().get(TRAINING_PHASES[0])
+        return trained is not None and trained.get("training_digest") in (None, self.request.train.digest())
 
     def bolt_context(self) -> BoltContext:
         servers = self.servers
@@ -389,33 +395,50 @@ def build(request: BuildRequest, reporter: Reporter | None = None) -> BuildResul
     return Pipeline(request, reporter or QuietReporter()).run()
 
 
-def with_profile_from(request: BuildRequest, folder: Path) -> BuildRequest:
-    """A PGO build compiling with the file in `folder` (keep_profile's) that the same training made for
-    it, as on the machine that trained it: the same binary, without an instrumented build and a
-    training. Not once this machine has begun that training: it goes on with its own, whose export the
-    file may be."""
+def with_profile_from(request: BuildRequest, folder: Path, reporter: Reporter | None = None,
+                      source_digest: str | None = None) -> BuildRequest:
+    """A PGO build compiling with the file in `folder` (keep_profile's) that the same build's same
+    training made, as on the machine that trained it: the same binary, without an instrumented build
+    and a training. Not once this machine has begun that training: it goes on with its own, whose
+    export the file may be. Of several such files, the one this build imported before."""
     if request.profile_file is not None or not request.variant.reads_profile:
         return request
-    pipeline = Pipeline(request)
+    pipeline = Pipeline(request, source_digest=source_digest)
     if pipeline.profile_trained_here():
         return request
-    found = profile_file.find(folder, pipeline.expected_profile())
-    return replace(request, profile_file=found) if found is not None else request
+    imported = pipeline.profile_state().get(PROFILE_IMPORT, {}).get("file")
+    found = profile_file.find(folder, pipeline.expected_profile(), prefer=Path(imported) if imported else None)
+    say = (reporter or QuietReporter()).message
+    for problem in found.unreadable:
+        say(f"--profiles: passed over {problem}")
+    if found.others:
+        say(f"--profiles: {found.others + 1} files hold {request.name}'s training; compiling with {found.path.name}")
+    if found.path is None and imported and not Path(imported).is_file():
+        say(f"--profiles: {request.name} was built from {imported}, which is gone and not in {folder}: it trains "
+            f"again (another binary)")
+    return replace(request, profile_file=found.path) if found.path is not None else request
 
 
-def keep_profile(pipeline: Pipeline, record: BuildRecord, folder: Path) -> Path | None:
+def keep_profile(pipeline: Pipeline, record: BuildRecord, folder: Path) -> str | None:
     """A finished PGO build's profile, trained here, exported into `folder` once (named by what it is
-    for), for with_profile_from on another machine; the file that is there already, or None for a
-    build that trained nothing here."""
+    for), for with_profile_from on another machine. What it did, for the build's progress, or None for
+    a build that trained nothing here."""
     if not pipeline.variant.reads_profile or record.training_digest is None:    # (None: not trained here)
         return None
-    if (found := profile_file.find(folder, pipeline.expected_profile())) is not None:
-        return found
-    exporting = folder / f"{record.label}.exporting"
-    identity = profile_file.export(
-        record, profile_file.instrumented_name(pipeline.variant, pipeline.request.distribution, pipeline.request.engines),
-        pipeline.profile_tool, pipeline.profile_dir, exporting)
-    return exporting.replace(folder / profile_file.file_name(identity))
+    expected = pipeline.expected_profile()
+    found = profile_file.find(folder, expected)
+    own = files_digest(pipeline.profile_tool.read_files(pipeline.profile_dir))
+    if found.identity is not None:
+        if found.identity.profile_digest == own:
+            return f"profile: {found.path} (kept before)"
+        # Another machine's training of the same build reached the folder first: it stays the one
+        # that build is made from elsewhere; this binary is this machine's own.
+        return (f"profile: not kept; {found.path.name} holds another training of {expected.trained_build} "
+                f"(made by {found.identity.made_by}), which other machines compile with")
+    exporting = folder / f".{record.label}.{os.getpid()}.exporting"
+    identity = profile_file.export(record, expected.instrumented_variant, pipeline.profile_tool, pipeline.profile_dir,
+                                   exporting, trained_build=expected.trained_build)
+    return f"profile: {exporting.replace(folder / profile_file.file_name(identity))}"
 
 
 def train_profile(request: BuildRequest, out: Path, reporter: Reporter | None = None) -> profile_file.ProfileIdentity:
@@ -435,4 +458,4 @@ def train_profile(request: BuildRequest, out: Path, reporter: Reporter | None = 
         instrumented_variant=profile_file.instrumented_name(variant, request.distribution, request.engines),
         compiler=pipeline.toolchain.versions(), source_version=request.source.version, training=request.train.label,
         made_by=f"{variant.name}'s training of {instrumented.variant.name} (binary {file_digest(binary)[:12]})",
-        source_root=str(request.source.path), training_digest=request.train.digest())
+        source_root=str(request.source.path), training_digest=request.train.digest(), trained_build=request.name)

@@ -546,7 +546,7 @@ def bench_cmd(
                                               help="pick variants built from this tree"),
     run_name: Optional[str] = typer.Option(None, "--run", metavar="NAME",
                                            help="run name; an existing one resumes; "
-                                                "{binaries} in it stands for the binaries' digest"),
+                                                "{binaries} in it stands for the binaries' digest (and the host's, for QPS)"),
     replicates: int = typer.Option(1, "--replicates", metavar="N",
                                    help="also measure each build's replicates V+r2 .. V+rN (pgolab build "
                                         "--replicates N): the report adds the build-to-build spread"),
@@ -612,7 +612,7 @@ def matrix_cmd(
     jobs: int = JOBS_OPTION,
     run_name: Optional[str] = typer.Option(None, "--run", metavar="NAME",
                                            help="run name (default: matrix-SOURCE-SUITE-MODES); "
-                                                "{binaries} in it stands for the binaries' digest"),
+                                                "{binaries} in it stands for the binaries' digest (and the host's, for QPS)"),
     shard: Optional[str] = typer.Option(None, "--shard", metavar="K/N",
                                         help="build and measure the K-th of N shares of the matrix, and the base "
                                              "(pgolab merge puts the shards' runs together)"),

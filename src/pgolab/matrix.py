@@ -26,7 +26,7 @@ from .measurement import BenchOptions
 from .measures import Measure, of_modes
 from .phases import Reporter
 from .schedule import Progress
-from .sources import SourceTree
+from .sources import SourceTree, tree_digest
 from .store import Store, not_built_note
 from .toolchains import compiler_family
 from .variants import Variant
@@ -244,19 +244,22 @@ def build_all(request: MatrixRequest, chosen: list[Variant],
              for k in range(1, request.replicates + 1)]
     for tree, variant, _ in order:
         require_buildable(variant, tree.server)
-    built = []
+    built, tree_digests = [], {}
     for i, (tree, variant, k) in enumerate(order):
         t0 = time.monotonic()
         reporter = progress.build_started(i, len(order), variant)
         build_request = BuildRequest(tree, variant, request.train, jobs=request.jobs,
                                      use_ccache=request.use_ccache).replicate_of(k)
+        if tree.path not in tree_digests:      # (one walk of a tree per matrix, not two per build)
+            tree_digests[tree.path] = tree_digest(tree.path)
+        digest = tree_digests[tree.path]
         if request.profiles is not None:
-            build_request = with_profile_from(build_request, request.profiles)
-        pipeline = Pipeline(build_request, reporter)
+            build_request = with_profile_from(build_request, request.profiles, reporter, digest)
+        pipeline = Pipeline(build_request, reporter, source_digest=digest)
         result = pipeline.run()
         if request.profiles is not None and result.record is not None:
             if (kept := keep_profile(pipeline, result.record, request.profiles)) is not None:
-                reporter.message(f"profile: {kept}")
+                reporter.message(kept)
         built.append((tree, result))
         progress.build_finished(i, len(order), result, time.monotonic() - t0)
     return built

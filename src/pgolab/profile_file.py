@@ -53,6 +53,9 @@ class ProfileIdentity:
     # TrainingSpec.digest() of the training (load, length, seed), which the label alone does not say;
     # empty in files written before it, and for a build that itself read an imported profile.
     training_digest: str = ""
+    # The build whose own training it is (rel_pgo_use, rel_pgo_use_partial+r2): builds that share an
+    # instrumented build and a training spec still train apart. Empty in files written before it.
+    trained_build: str = ""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -79,11 +82,11 @@ class ProfileIdentity:
 
 
 def expected_identity(server: str, source_digest: str, instrumented_variant: str, compiler: dict,
-                      training: str = "", training_digest: str = "") -> ProfileIdentity:
-    """What a build needs of a profile (the other fields are the profile's own); the training is
-    checked only where a build chooses among files (find)."""
+                      training: str = "", training_digest: str = "", trained_build: str = "") -> ProfileIdentity:
+    """What a build needs of a profile (the other fields are the profile's own); the training and the
+    build that trained are checked only where a build chooses among files (find)."""
     return ProfileIdentity(server, source_digest, instrumented_variant, compiler, "", training, "", 0, 0, "",
-                           training_digest=training_digest)
+                           training_digest=training_digest, trained_build=trained_build)
 
 
 def file_name(identity: ProfileIdentity) -> str:
@@ -92,14 +95,33 @@ def file_name(identity: ProfileIdentity) -> str:
             f"{identity.profile_digest[:12]}{SUFFIX}")
 
 
-def find(folder: Path, expected: ProfileIdentity) -> Path | None:
-    """The file in `folder` made for a build expecting `expected` by the very same training (by
-    digest): a build compiled from it is the build that trained it (`pgolab matrix --profiles`)."""
+@dataclass(frozen=True)
+class Found:
+    """What a folder of profiles holds for one build (find)."""
+    path: Path | None
+    identity: "ProfileIdentity | None"
+    unreadable: tuple[str, ...] = ()     # files passed over, each with why
+    others: int = 0                      # further files for the same build and training
+
+
+def find(folder: Path, expected: ProfileIdentity, prefer: Path | None = None) -> Found:
+    """The file in `folder` made for a build expecting `expected` by the very build and training that
+    would make it here (by name and digest): a build compiled from it is the build that trained it
+    (`pgolab matrix --profiles`). Of several, `prefer` (the file this build imported before), else the
+    first by name. A file that cannot be read is passed over and named."""
+    matching, unreadable = [], []
     for path in sorted(folder.glob(f"*{SUFFIX}")) if folder.is_dir() else []:
-        identity = read_identity(path)
-        if not identity.mismatch(expected) and identity.training_digest == expected.training_digest != "":
-            return path
-    return None
+        try:
+            identity = read_identity(path)
+        except PgolabError as exc:
+            unreadable.append(f"{path.name}: {exc}")
+            continue
+        if (not identity.mismatch(expected) and identity.training_digest == expected.training_digest != ""
+                and identity.trained_build == expected.trained_build != ""):
+            matching.append((path, identity))
+    chosen = next((m for m in matching if prefer is not None and m[0].resolve() == prefer.resolve()),
+                  matching[0] if matching else (None, None))
+    return Found(*chosen, tuple(unreadable), max(len(matching) - 1, 0))
 
 
 def instrumented_name(variant, distribution, engines=()) -> str:
@@ -131,17 +153,21 @@ def export_build(label: str, source: Path | None, out: Path) -> ProfileIdentity:
 
 
 def export(record: BuildRecord, instrumented_variant: str, tool: ProfileTool, profile_dir: Path,
-           out: Path) -> ProfileIdentity:
-    """Write a finished PGO build's profile with its identity to `out`."""
+           out: Path, trained_build: str | None = None) -> ProfileIdentity:
+    """Write a finished PGO build's profile with its identity to `out`: its own training's, or
+    (`trained_build`, a _bolt build's twin) the training of the build whose profile it reads."""
     files = tool.read_files(profile_dir)
     if not files or not all(f.is_file() for f in files):
         raise PgolabError(f"{record.label} has no merged profile in {profile_dir}",
                           hint=f"build it first: pgolab build SOURCE --variant {record.variant}")
-    made_by = f"{record.label} (binary {(record.binary_digest or 'not recorded')[:12]})"
+    trained_build = trained_build or record.label
+    made_by = (f"{record.label} (binary {(record.binary_digest or 'not recorded')[:12]})" if trained_build == record.label
+               else f"{trained_build}'s training, read by {record.label}")
     return write(out, files, server=record.server, source_digest=_source_content(record),
                  instrumented_variant=instrumented_variant, compiler=record.toolchain,
                  source_version=record.version, training=record.training or "", made_by=made_by,
-                 source_root=str(record.source_path), training_digest=record.training_digest or "")
+                 source_root=str(record.source_path), training_digest=record.training_digest or "",
+                 trained_build=trained_build)
 
 
 def write(out: Path, files: list[Path], *, made_by: str, **identity) -> ProfileIdentity:
@@ -174,11 +200,14 @@ def _source_content(record: BuildRecord) -> str:
 def read_identity(path: Path) -> ProfileIdentity:
     try:
         with tarfile.open(path, "r:gz") as tar:
-            member = tar.extractfile(IDENTITY_FILE)
+            # The identity is written first: read there, the rest of the archive is not decompressed.
+            first = tar.next()
+            member = tar.extractfile(first if first is not None and first.name == IDENTITY_FILE
+                                     else tar.getmember(IDENTITY_FILE))
             if member is None:
                 raise KeyError(IDENTITY_FILE)
             return ProfileIdentity.from_dict(json.loads(member.read()), str(path))
-    except (OSError, tarfile.TarError, KeyError, json.JSONDecodeError) as exc:
+    except (OSError, EOFError, tarfile.TarError, KeyError, ValueError) as exc:     # (ValueError: bad JSON or bytes)
         raise PgolabError(f"{path} is not a pgolab profile file: {exc}",
                           hint="give a file written by `pgolab profile export`")
 

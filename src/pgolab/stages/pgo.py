@@ -88,7 +88,9 @@ def pgo_phases(ctx: PgoContext) -> list[Phase]:
 def train(ctx: PgoContext) -> dict:
     # The instrumented build is shared: its profile goes to this build's folder.
     env = ctx.tool.redirect_env(ctx.instrumented_profile_dir, ctx.profile_dir)
-    return train_into(ctx, "gen", "train", ctx.profile_dir, ctx.tool, env=env)
+    # Which training this is, for a later run to tell its own from another's (build.profile_trained_here).
+    return {**train_into(ctx, "gen", "train", ctx.profile_dir, ctx.tool, env=env),
+            "training_digest": ctx.train.digest()}
 
 
 def train_into(ctx: TrainingContext, stage: str, purpose: str, profile_dir: Path, tool: ProfileTool,
@@ -160,6 +162,7 @@ def import_profile(ctx: PgoContext) -> dict:
     if moved.moves:
         ctx.reporter.message(f"profile names: {moved.describe()}")
     return {"file": str(ctx.profile_file.absolute()), "training": identity.training, "made_by": identity.made_by,
+            "training_digest": identity.training_digest, "trained_build": identity.trained_build,
             "files": identity.files, "relocation": moved.as_dict(),
             **function_order(ctx, ctx.runner(PROFILE_IMPORT)), "sealed": seal(ctx.profile_dir, ctx.tool),
             "stale_from": {"version": identity.source_version, "source_digest": identity.source_digest}
