@@ -32,7 +32,8 @@ def test_the_axis_pairs_of_two_runs_read_as_each_runs_own_report_reads_them(tmp_
     assert mine.keys() == own.keys() and len(mine) == 2
     for key, row in mine.items():
         for figure in ("cycles", "qps"):
-            assert row[figure].value == own[key][figure].value and row[figure].high == own[key][figure].high
+            assert (row[figure].value, row[figure].low, row[figure].high) == \
+                (own[key][figure].value, own[key][figure].low, own[key][figure].high)
             assert row[f"{figure}_verdict"] == own[key][f"{figure}_verdict"]
     llvm = mine[("rel_lto_pgo_use_clang19", "rel_lto_pgo_use_clang")]
     assert llvm["axis"] == "LLVM 19" and llvm["machine"].startswith("AMD EPYC")
@@ -58,3 +59,20 @@ def test_a_merged_runs_pair_names_the_cpus_of_the_shards_that_measured_it(tmp_pa
     assert rows[("rel_native_lto", "rel_native")] == "AMD EPYC (family 25, model 1)"
     assert rows[("rel_pgo_use", "rel")] == "AMD EPYC (family 26, model 2)"
     assert rows[("rel_o2nofp_native", "rel_o2nofp")] == "AMD EPYC (family 26, model 2); AMD EPYC (family 25, model 1)"
+
+
+def test_a_csv_keeps_an_intervals_columns_beside_it_when_the_first_row_has_none(tmp_path):
+    """The matrix's cost-only pairs come first (by axis) and hold no QPS: the QPS interval's low and
+    high columns still sit beside its value, and those rows leave them empty."""
+    import csv
+    import io
+
+    from pgolab.render import to_csv
+    _, matrix = stored(tmp_path, "postgresql-15-matrix-shards", "pg15-matrix-cost-merged", "merged.sqlite")
+    _, layout = stored(tmp_path, "postgresql-15-layout", "pg15-layout-bacf128c")
+    table = axis_table.axes_report(matrix + layout).table("axes_over_runs")
+    assert table.rows[0]["qps"] is None
+    rows = list(csv.DictReader(io.StringIO(to_csv(table))))
+    header = list(rows[0])
+    assert header[header.index("qps"):header.index("qps") + 4] == ["qps", "qps_low", "qps_high", "qps_verdict"]
+    assert rows[0]["qps_low"] == "" and any(r["qps_low"] for r in rows)
