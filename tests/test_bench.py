@@ -282,9 +282,37 @@ def test_binaries_in_a_run_name_stand_for_the_targets_digests():
     assert bench.resolve_run_name("m-{binaries}", {**digests, "b": "3" * 64}) != name
     assert bench.resolve_run_name("m-{binaries}", {"a": "2" * 64, "b": "1" * 64}) != name   # labels count
     assert bench.resolve_run_name("plain", digests) == "plain"
+    import hashlib
+    import json
+    assert name == "m-" + hashlib.sha256(json.dumps(sorted(digests.items())).encode()).hexdigest()[:8], \
+        "the names of stored runs (cost) stay what they were"
     # A run whose figures belong to its machine (QPS): the same binaries elsewhere are another run.
     here, there = {"cpu": "AMD EPYC", "cpu_id": "family 25"}, {"cpu": "Intel Xeon", "cpu_id": "family 6"}
     assert bench.resolve_run_name("m-{binaries}", digests, here) not in (name, bench.resolve_run_name(
         "m-{binaries}", digests, there))
     assert bench.resolve_run_name("m-{binaries}", digests, dict(reversed(here.items()))) == \
         bench.resolve_run_name("m-{binaries}", digests, here)
+
+
+def test_a_qps_run_begun_under_its_older_name_goes_on_under_it_on_its_host(tmp_path):
+    """Run names took the host of a QPS run on 2026-12-05: a run this host began before keeps its name
+    (and continues), another host's run of that name is not taken, and a new run takes the new name."""
+    from pgolab.host import Host
+    from pgolab.measurement import BenchOptions
+    from pgolab.store import Store
+    store = Store(tmp_path / "s.sqlite")
+    digests = {"a": "1" * 64}
+    host = {"cpu": "AMD EPYC", "cpu_id": "family 25"}
+    identity = {"targets": digests, "host": host}
+    older = bench.resolve_run_name("q-{binaries}", digests)
+    assert bench._named_with_host(store, "q-{binaries}", digests, identity) == \
+        bench.resolve_run_name("q-{binaries}", digests, host) != older
+    store.create_or_resume_run(older, server="mariadb", base="a", suite="quick", options=BenchOptions(),
+                               host=Host.from_dict({"cpu": "AMD EPYC", "cpu_id": "family 25", "cores": 2,
+                                                    "memory_gib": 1, "kernel": "k"}),
+                               identity=identity, command="pgolab bench (before)")
+    assert bench._named_with_host(store, "q-{binaries}", digests, identity) == older
+    elsewhere = {**identity, "host": {"cpu": "Intel Xeon", "cpu_id": "family 6"}}
+    assert bench._named_with_host(store, "q-{binaries}", digests, elsewhere) == \
+        bench.resolve_run_name("q-{binaries}", digests, elsewhere["host"])
+    assert bench._named_with_host(store, "q-{binaries}", digests, {"targets": digests}) == older   # cost: as ever

@@ -196,7 +196,7 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
 
     def stored_round(name: str, options=OPTIONS, base=start.name, content=None, training=train,
                      cycles=CYCLE_FORMULA, status="finished", labels=tuple(speeds), made_here=b"",
-                     geometry=CACHE_GEOMETRY, imported: str | None = None) -> None:
+                     geometry=CACHE_GEOMETRY, imported: str | None = None, trained_build: str = "") -> None:
         targets = []
         for label in labels:
             binary = tmp_path / name / label
@@ -207,7 +207,7 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
                                  training=training.label, training_digest=training.digest(), build_seconds=600)
             if imported is not None:     # built from a --profiles file whose training has this digest
                 record.training, record.training_digest = f"{training.label} (imported from p.profile.tar.gz)", None
-                record.profile = {"profile-import": {"training_digest": imported}}
+                record.profile = {"profile-import": {"training_digest": imported, "trained_build": trained_build}}
             installation = FakeInstallation(binary, "postgresql", "pgsql")
             targets.append(BenchTarget(label, BuildRecord.kind, installation, record))
         run_id = bench.run_bench(store, name, base, targets, options, "pgolab best (elsewhere)",
@@ -301,6 +301,8 @@ def test_a_round_a_store_holds_a_finished_run_of_is_read_from_it_on_another_mach
     stored_round("s-round1-e2", imported=parse_train("mix", 10).digest())
     assert rounds._same_builds(store.run("s-round1-e1"), set(speeds))
     assert not rounds._same_builds(store.run("s-round1-e2"), set(speeds))
+    stored_round("s-round1-e3", imported=train.digest(), trained_build="rel_pgo_use_partial")   # a sibling's
+    assert not rounds._same_builds(store.run("s-round1-e3"), set(speeds))
 
 
 def test_the_path_gives_the_winner_against_the_start_and_each_reference_binary_in_the_qps_confirmation(tmp_path):

@@ -71,7 +71,7 @@ def test_a_folder_of_profiles_gives_each_build_the_file_its_own_training_made(tm
     identity = profile_file.export(record, "rel_pgo_gen", GccProfile(), record.dir / "profile", out)
     assert identity.trained_build == "rel_pgo_use" and identity.training_digest == "11" * 8
     kept = out.replace(folder / profile_file.file_name(identity))
-    assert kept.name.startswith("postgresql-15.18-rel_pgo_gen-") and kept.name.endswith(profile_file.SUFFIX)
+    assert kept.name.startswith("postgresql-15.18-rel_pgo_use-") and kept.name.endswith(profile_file.SUFFIX)
     mine = expected(training_digest="11" * 8, trained_build="rel_pgo_use")
     assert profile_file.find(folder, mine).path == kept
     for other in (expected(training_digest="22" * 8, trained_build="rel_pgo_use"),        # another seed or length
@@ -91,6 +91,15 @@ def test_a_folder_of_profiles_gives_each_build_the_file_its_own_training_made(tm
     first, other = sorted([kept, second_path])
     assert profile_file.find(folder, mine).path == first and profile_file.find(folder, mine).others == 1
     assert profile_file.find(folder, mine, prefer=other).path == other
+    # Cut short after its identity: chosen by its identity, refused in one line when unpacked.
+    import os
+    (record.dir / "profile" / "src#backend#main#main.gcda").write_bytes(os.urandom(256 * 1024))
+    whole = profile_file.export(record, "rel_pgo_gen", GccProfile(), record.dir / "profile", tmp_path / "whole.tgz")
+    cut = tmp_path / f"cut{profile_file.SUFFIX}"
+    cut.write_bytes((tmp_path / "whole.tgz").read_bytes()[:200 * 1024])
+    assert profile_file.read_identity(cut) == whole
+    with pytest.raises(PgolabError, match="damaged"):
+        profile_file.unpack(cut, mine, GccProfile(), tmp_path / "target")
     record.training_digest = None      # a build that read an imported profile says no training of its own
     untold = profile_file.export(record, "rel_pgo_gen", GccProfile(), record.dir / "profile", tmp_path / "u.tgz")
     assert untold.training_digest == ""

@@ -72,6 +72,17 @@ def resolve_run_name(name: str, digests: dict[str, str], host: dict | None = Non
     return name.replace(BINARIES_PLACEHOLDER, short)
 
 
+def _named_with_host(store: Store, name: str, digests: dict[str, str], identity: dict) -> str:
+    """resolve_run_name with the run's host where it has one; a run this host began before the host
+    was part of the name (2026-12-05) keeps its name and goes on."""
+    resolved = resolve_run_name(name, digests, identity.get("host"))
+    earlier = resolve_run_name(name, digests)
+    if resolved != earlier and store.run(resolved) is None and (run := store.run(earlier)) is not None \
+            and run.identity.get("host") == identity.get("host"):
+        return earlier
+    return resolved
+
+
 def check_targets(base: str, targets: list[BenchTarget]) -> str:
     labels = [t.label for t in targets]
     if base not in labels:
@@ -133,7 +144,7 @@ def run_bench(store: Store, run_name: str, base: str, targets: list[BenchTarget]
     digests = {t.label: file_digest(t.installation.server_binary) for t in targets}
     host = Host.this()
     identity = run_identity(server, base, targets, digests, options, host, measures)
-    run_name = resolve_run_name(run_name, digests, identity.get("host"))
+    run_name = _named_with_host(store, run_name, digests, identity)
     run_id, _ = store.create_or_resume_run(
         run_name, server=server, base=base, suite=options.suite, options=options, host=host,
         identity=identity, command=command)

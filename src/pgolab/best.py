@@ -381,7 +381,8 @@ class MatrixRounds:
             if record.training is None:      # pgolab records a training for every trained build
                 return not (variant := parse(record.variant)).reads_profile and not variant.bolt
             if (imported := record.profile.get(PROFILE_IMPORT)) is not None:   # --profiles: the file's training
-                return imported.get("training_digest") == train.digest()
+                return imported.get("training_digest") == train.digest() and imported.get("trained_build") in (
+                    None, "", parse(record.variant).profile_source().name)
             return record.training == train.label and record.training_digest in (None, train.digest())
         return {t.label for t in targets} == labels and all(same(t.description) for t in targets)
 

@@ -413,9 +413,10 @@ def with_profile_from(request: BuildRequest, folder: Path, reporter: Reporter | 
         say(f"--profiles: passed over {problem}")
     if found.others:
         say(f"--profiles: {found.others + 1} files hold {request.name}'s training; compiling with {found.path.name}")
-    if found.path is None and imported and not Path(imported).is_file():
-        say(f"--profiles: {request.name} was built from {imported}, which is gone and not in {folder}: it trains "
-            f"again (another binary)")
+    if imported and (found.path is None or found.path.resolve() != Path(imported).resolve()):
+        say(f"--profiles: {request.name} was compiled from {imported} before, which {folder} does not hold for it "
+            f"now: " + (f"compiling with {found.path.name} (another binary)" if found.path else
+                        "it trains again (another binary)"))
     return replace(request, profile_file=found.path) if found.path is not None else request
 
 
@@ -428,9 +429,9 @@ def keep_profile(pipeline: Pipeline, record: BuildRecord, folder: Path) -> str |
     expected = pipeline.expected_profile()
     found = profile_file.find(folder, expected)
     own = files_digest(pipeline.profile_tool.read_files(pipeline.profile_dir))
+    if (kept := next((path for path, identity in found.matches if identity.profile_digest == own), None)) is not None:
+        return f"profile: {kept} (kept before)"
     if found.identity is not None:
-        if found.identity.profile_digest == own:
-            return f"profile: {found.path} (kept before)"
         # Another machine's training of the same build reached the folder first: it stays the one
         # that build is made from elsewhere; this binary is this machine's own.
         return (f"profile: not kept; {found.path.name} holds another training of {expected.trained_build} "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import tarfile
+import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -90,8 +91,9 @@ def expected_identity(server: str, source_digest: str, instrumented_variant: str
 
 
 def file_name(identity: ProfileIdentity) -> str:
-    """A profile file's name in a folder of them (find): what it is for, and its own digest."""
-    return (f"{identity.server}-{identity.source_version}-{identity.instrumented_variant}-"
+    """A profile file's name in a folder of them (find): the build whose training it is, and its own
+    digest (find reads the identity, not the name)."""
+    return (f"{identity.server}-{identity.source_version}-{identity.trained_build or identity.instrumented_variant}-"
             f"{identity.profile_digest[:12]}{SUFFIX}")
 
 
@@ -101,7 +103,11 @@ class Found:
     path: Path | None
     identity: "ProfileIdentity | None"
     unreadable: tuple[str, ...] = ()     # files passed over, each with why
-    others: int = 0                      # further files for the same build and training
+    matches: tuple[tuple[Path, "ProfileIdentity"], ...] = ()    # every file for the same build and training
+
+    @property
+    def others(self) -> int:
+        return max(len(self.matches) - 1, 0)
 
 
 def find(folder: Path, expected: ProfileIdentity, prefer: Path | None = None) -> Found:
@@ -121,7 +127,7 @@ def find(folder: Path, expected: ProfileIdentity, prefer: Path | None = None) ->
             matching.append((path, identity))
     chosen = next((m for m in matching if prefer is not None and m[0].resolve() == prefer.resolve()),
                   matching[0] if matching else (None, None))
-    return Found(*chosen, tuple(unreadable), max(len(matching) - 1, 0))
+    return Found(*chosen, tuple(unreadable), tuple(matching))
 
 
 def instrumented_name(variant, distribution, engines=()) -> str:
@@ -229,13 +235,17 @@ def unpack(path: Path, expected: ProfileIdentity, tool: ProfileTool, profile_dir
             if old.is_file():
                 old.unlink()
     profile_dir.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(path, "r:gz") as tar:
-        for member in tar.getmembers():
-            folder, _, name = member.name.partition("/")
-            if member.isfile() and folder == PROFILE_FOLDER and name and "/" not in name:
-                source = tar.extractfile(member)
-                assert source is not None
-                (profile_dir / Path(member.name).name).write_bytes(source.read())
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            for member in tar.getmembers():
+                folder, _, name = member.name.partition("/")
+                if member.isfile() and folder == PROFILE_FOLDER and name and "/" not in name:
+                    source = tar.extractfile(member)
+                    assert source is not None
+                    (profile_dir / Path(member.name).name).write_bytes(source.read())
+    except (OSError, EOFError, tarfile.TarError, zlib.error) as exc:    # its identity read, its files not
+        raise PgolabError(f"the profile in {path} is damaged (cut short in transfer?): {exc}",
+                          hint="remove it, or copy or export it again")
     got = files_digest(tool.read_files(profile_dir))
     if got != identity.profile_digest:
         raise PgolabError(f"the profile in {path} does not match its own digest (damaged in transfer?)",
