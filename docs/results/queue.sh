@@ -19,10 +19,13 @@ PROOFS=$PGOLAB_HOME/proofs
 # and MariaDB matrices in shards (issue 30); then issue 35's two proofs left, the MariaDB layout axes
 # and the `pgolab best` search on MariaDB (PostgreSQL's finished on 2026-12-05) (a search goes on from its last finished
 # round on another machine given the committed store, where that machine can measure the same
-# candidates and the source tree is the same; an unfinished round starts again), put before the MySQL table because they are two
+# candidates and the source tree is the same; an unfinished round starts again there, its PGO builds
+# made from the committed profiles/ without training), put before the MySQL table because they are two
 # pieces where the table is sixteen; then the MySQL table's shards and MySQL training (issue 31). A
 # shard whose run file is committed is skipped, so a bare `queue.sh` goes on where the committed work
-# stops; remove a finished proof from this list (on a new machine it would build and measure anew).
+# stops; a MariaDB shard that is not finished goes on from its committed store and profiles/ (its cost
+# run, where its binaries come out the same: not a shard with a _bolt build); remove a finished proof
+# from this list (on a new machine it would build and measure anew).
 # A piece that needs a CPU without AVX-512 (the -march=native builds' cost) says so and is passed over;
 # the MariaDB one is two halves of four builds, each its own file.
 # FOLDER@STEPS runs only those steps of a folder's run.sh (PROOF_STEPS).
