@@ -57,8 +57,10 @@ COMMON=(--variants "$V" --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --s
 # Each measure's run is exported as soon as it is done, and a measure whose file is committed is
 # skipped: a session that ends in the QPS run keeps the cost run, and the next machine measures QPS only.
 # QPS wants the machine to itself: the report says THE MACHINE WAS NOT IDLE otherwise.
+RAN=
 for m in cost qps; do
   if f=$(piece_file shard$STEP-$m.run.gz); then echo "shard $STEP of $N ($m): done ($f), skipped"; continue; fi
+  RAN=1
   if [ $m = cost ]; then
     HOW=(--measure cost --cost-scale 0.25 --cost-jobs 2 --suite full)
   else
@@ -68,4 +70,6 @@ for m in cost qps; do
     --out "$OUT/shard$STEP-$m" </dev/null > "$OUT/shard$STEP-$m.txt"
   export_newest_run "mariadb-matrix-$m-shard$STEP-of-$N" "$OUT/shard$STEP-$m.run.gz"
 done
-$P builds --markdown --server mariadb-10.11.18 > "$OUT/builds-shard$STEP.md"
+# Only after a measure ran here: a machine that skipped both has no builds of the shard, and an empty
+# table overwrote shard 1's on 2026-12-05 (restored from git).
+[ -z "$RAN" ] || $P builds --markdown --server mariadb-10.11.18 > "$OUT/builds-shard$STEP.md"
