@@ -394,3 +394,34 @@ def test_a_folder_of_profiles_gives_a_bolt_build_its_twins_file_until_the_twin_t
     assert with_profile_from(request, folder) == request
     twin.layout.state_file.write_text(json.dumps({"phases": {"train": {**trained, "training_digest": "another"}}}))
     assert with_profile_from(request, folder).profile_file == made
+
+
+def test_a_profile_is_kept_once_its_training_is_merged_before_the_optimized_compile(tmp_path, monkeypatch):
+    """matrix --profiles keeps a training's profile as soon as it is merged (a session ending in the
+    optimized compile then loses no training): the _bolt build's twin's, named after the twin, once;
+    nothing for a training not merged yet or a profile imported from a file."""
+    from pgolab import profile_file
+    from pgolab.build import BuildRequest, Pipeline, keep_profile
+    from pgolab.sources import SourceTree
+    from pgolab.workloads import parse_train
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path))
+    (tmp_path / "src").mkdir()
+    tree = SourceTree(tmp_path / "src", "postgresql", "15.18")
+    request = BuildRequest(tree, parse("rel_pgo_use_bolt"), parse_train("mix", 10))
+    twin = Pipeline(request).profile_owner
+    folder = tmp_path / "profiles"
+    twin.layout.state_file.parent.mkdir(parents=True, exist_ok=True)
+    trained = {"digest": "x", "seconds": 1.0, "training_digest": parse_train("mix", 10).digest()}
+    twin.layout.state_file.write_text(json.dumps({"phases": {"train": trained}}))
+    assert keep_profile(Pipeline(request), folder) is None, "not merged yet"
+    twin.layout.state_file.write_text(json.dumps({"phases": {"train": trained, "merge": {"digest": "y"}}}))
+    twin.profile_dir.mkdir(parents=True, exist_ok=True)
+    (twin.profile_dir / "src#main.gcda").write_bytes(b"\x01\x02")
+    said = keep_profile(Pipeline(request), folder)
+    (kept,) = list(folder.iterdir())
+    assert said == f"profile: {kept}" and kept.name.startswith("postgresql-15.18-rel_pgo_use-")
+    identity = profile_file.read_identity(kept)
+    assert (identity.trained_build, identity.training_digest) == ("rel_pgo_use", parse_train("mix", 10).digest())
+    assert keep_profile(Pipeline(request), folder) == f"profile: {kept} (kept before)"
+    twin.layout.state_file.write_text(json.dumps({"phases": {"profile-import": {"digest": "z"}, "merge": {"digest": "y"}}}))
+    assert keep_profile(Pipeline(request), folder) is None, "imported, not trained here"

@@ -176,10 +176,9 @@ def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tr
     # and goes on with its own training; another home, which never trained it, is given that file.
     request = BuildRequest(pg_tree, variant, parse_train("mix", TRAIN_SECONDS))
     folder = home / "profiles"
-    trained = BuildRecord.load(vdir / "build.json")
-    said = keep_profile(Pipeline(request), trained, folder)
+    said = keep_profile(Pipeline(request), folder)
     (kept,) = list(folder.iterdir())
-    assert said == f"profile: {kept}" and keep_profile(Pipeline(request), trained, folder) == f"profile: {kept} (kept before)"
+    assert said == f"profile: {kept}" and keep_profile(Pipeline(request), folder) == f"profile: {kept} (kept before)"
     assert with_profile_from(request, folder) == request, "trained here: its own training goes on"
     identity = profile_file.read_identity(kept)
     assert identity.profile_digest == exported_identity.profile_digest and identity.trained_build == "rel_pgo_use"

@@ -420,15 +420,20 @@ def with_profile_from(request: BuildRequest, folder: Path, reporter: Reporter | 
     return replace(request, profile_file=found.path) if found.path is not None else request
 
 
-def keep_profile(pipeline: Pipeline, record: BuildRecord, folder: Path) -> str | None:
-    """A finished PGO build's profile, trained here, exported into `folder` once (named by what it is
-    for), for with_profile_from on another machine. What it did, for the build's progress, or None for
-    a build that trained nothing here."""
-    if not pipeline.variant.reads_profile or record.training_digest is None:    # (None: not trained here)
+def keep_profile(pipeline: Pipeline, folder: Path) -> str | None:
+    """A PGO build's profile, trained here and merged, exported into `folder` once (named by what it is
+    for), for with_profile_from on another machine: as soon as the training is done, before the
+    optimized compile, so that a session ending in that compile loses no training. What it did, for
+    the build's progress, or None for a build whose profile this machine has not trained."""
+    owner = pipeline.profile_owner
+    ready = owner.profile_state()
+    if not pipeline.variant.reads_profile or pipeline.request.profile_file is not None \
+            or not owner.profile_trained_here() or PROFILE_READY not in ready or PROFILE_IMPORT in ready:
         return None
     expected = pipeline.expected_profile()
     found = profile_file.find(folder, expected)
-    own = files_digest(pipeline.profile_tool.read_files(pipeline.profile_dir))
+    files = pipeline.profile_tool.read_files(pipeline.profile_dir)
+    own = files_digest(files)
     if (kept := next((path for path, identity in found.matches if identity.profile_digest == own), None)) is not None:
         return f"profile: {kept} (kept before)"
     if found.identity is not None:
@@ -436,10 +441,20 @@ def keep_profile(pipeline: Pipeline, record: BuildRecord, folder: Path) -> str |
         # that build is made from elsewhere; this binary is this machine's own.
         return (f"profile: not kept; {found.path.name} holds another training of {expected.trained_build} "
                 f"(made by {found.identity.made_by}), which other machines compile with")
-    exporting = folder / f".{record.label}.{os.getpid()}.exporting"
-    identity = profile_file.export(record, expected.instrumented_variant, pipeline.profile_tool, pipeline.profile_dir,
-                                   exporting, trained_build=expected.trained_build)
+    exporting = folder / f".{expected.trained_build}.{os.getpid()}.exporting"
+    identity = _write_profile(pipeline, files, exporting, f"{expected.trained_build}'s training")
     return f"profile: {exporting.replace(folder / profile_file.file_name(identity))}"
+
+
+def _write_profile(pipeline: Pipeline, files: list[Path], out: Path, made_by: str) -> profile_file.ProfileIdentity:
+    """A merged profile this request's training made, written with the identity a build expects of it."""
+    expected, request = pipeline.expected_profile(), pipeline.request
+    return profile_file.write(
+        out, files, server=expected.server, source_digest=expected.source_digest,
+        instrumented_variant=expected.instrumented_variant, compiler=expected.compiler,
+        source_version=request.source.version, training=expected.training, made_by=made_by,
+        source_root=str(request.source.path), training_digest=expected.training_digest,
+        trained_build=expected.trained_build)
 
 
 def train_profile(request: BuildRequest, out: Path, reporter: Reporter | None = None) -> profile_file.ProfileIdentity:
@@ -453,10 +468,5 @@ def train_profile(request: BuildRequest, out: Path, reporter: Reporter | None = 
     instrumented = pipeline.instrumented
     assert instrumented is not None, "a PGO build that trains has an instrumented build"
     binary = instrumented.target.server_binary(instrumented.install_dir("final"))
-    return profile_file.write(
-        out, pipeline.profile_tool.read_files(pipeline.profile_dir), server=request.source.server,
-        source_digest=content_digest(request.source.path, pipeline.source_digest),
-        instrumented_variant=profile_file.instrumented_name(variant, request.distribution, request.engines),
-        compiler=pipeline.toolchain.versions(), source_version=request.source.version, training=request.train.label,
-        made_by=f"{variant.name}'s training of {instrumented.variant.name} (binary {file_digest(binary)[:12]})",
-        source_root=str(request.source.path), training_digest=request.train.digest(), trained_build=request.name)
+    return _write_profile(pipeline, pipeline.profile_tool.read_files(pipeline.profile_dir), out,
+                          f"{variant.name}'s training of {instrumented.variant.name} (binary {file_digest(binary)[:12]})")

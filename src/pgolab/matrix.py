@@ -27,6 +27,7 @@ from .measures import Measure, of_modes
 from .phases import Reporter
 from .schedule import Progress
 from .sources import SourceTree, tree_digest
+from .stages.pgo import PROFILE_READY
 from .store import Store, not_built_note
 from .toolchains import compiler_family
 from .variants import Variant
@@ -256,10 +257,12 @@ def build_all(request: MatrixRequest, chosen: list[Variant],
         if request.profiles is not None:
             build_request = with_profile_from(build_request, request.profiles, reporter, digest)
         pipeline = Pipeline(build_request, reporter, source_digest=digest)
-        result = pipeline.run()
-        if request.profiles is not None and result.record is not None:
-            if (kept := keep_profile(pipeline, result.record, request.profiles)) is not None:
+        if request.profiles is not None and pipeline.variant.reads_profile and build_request.profile_file is None:
+            # The training first, and its profile kept before the optimized compile.
+            pipeline.profile_owner.run(until=PROFILE_READY)
+            if (kept := keep_profile(pipeline, request.profiles)) is not None:
                 reporter.message(kept)
+        result = pipeline.run()
         built.append((tree, result))
         progress.build_finished(i, len(order), result, time.monotonic() - t0)
     return built
