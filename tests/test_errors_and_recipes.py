@@ -414,9 +414,13 @@ def test_a_profile_is_kept_once_its_training_is_merged_before_the_optimized_comp
     trained = {"digest": "x", "seconds": 1.0, "training_digest": parse_train("mix", 10).digest()}
     twin.layout.state_file.write_text(json.dumps({"phases": {"train": trained}}))
     assert keep_profile(Pipeline(request), folder) is None, "not merged yet"
-    twin.layout.state_file.write_text(json.dumps({"phases": {"train": trained, "merge": {"digest": "y"}}}))
     twin.profile_dir.mkdir(parents=True, exist_ok=True)
     (twin.profile_dir / "src#main.gcda").write_bytes(b"\x01\x02")
+    from pgolab.profiles import GccProfile, raw_digest
+    sealed = raw_digest(twin.profile_dir, GccProfile())
+    twin.layout.state_file.write_text(json.dumps({"phases": {"train": trained, "merge": {"digest": "y", "sealed": "old"}}}))
+    assert keep_profile(Pipeline(request), folder) is None, "counters written after the merge: not published"
+    twin.layout.state_file.write_text(json.dumps({"phases": {"train": trained, "merge": {"digest": "y", "sealed": sealed}}}))
     said = keep_profile(Pipeline(request), folder)
     (kept,) = list(folder.iterdir())
     assert said == f"profile: {kept}" and kept.name.startswith("postgresql-15.18-rel_pgo_use-")

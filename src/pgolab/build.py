@@ -25,7 +25,7 @@ from .distribution import DistributionBuild
 from .errors import PgolabError
 from .layout import BuildLayout, stop_leftover_processes, variant_dir
 from .phases import Phase, PhaseEngine, PhaseState, QuietReporter, Reporter, digest
-from .profiles import files_digest, sealed_digest
+from .profiles import files_digest, raw_digest, sealed_digest
 from .profiles.bolt import bolt_profile
 from .record import RECORD_FILE, BuildRecord, SourceInfo
 from .runner import Runner, home_runner
@@ -423,16 +423,22 @@ def with_profile_from(request: BuildRequest, folder: Path, reporter: Reporter | 
 def keep_profile(pipeline: Pipeline, folder: Path) -> str | None:
     """A PGO build's profile, trained here and merged, exported into `folder` once (named by what it is
     for), for with_profile_from on another machine: as soon as the training is done, before the
-    optimized compile, so that a session ending in that compile loses no training. What it did, for
-    the build's progress, or None for a build whose profile this machine has not trained."""
+    optimized compile, so that a session ending in that compile loses no training. Called after its
+    profile's owner ran up to PROFILE_READY with this request (the identity is the request's). What it
+    did, for the build's progress, or None for a build whose profile this machine has not trained."""
     owner = pipeline.profile_owner
     ready = owner.profile_state()
     if not pipeline.variant.reads_profile or pipeline.request.profile_file is not None \
             or not owner.profile_trained_here() or PROFILE_READY not in ready or PROFILE_IMPORT in ready:
         return None
+    files = pipeline.profile_tool.read_files(pipeline.profile_dir)
+    # What the compile would refuse is not published: a profile missing, or with counters written
+    # after its merge (its seal; the optimized build's compile forgets that training and repeats it).
+    if not files or not all(f.is_file() for f in files) \
+            or raw_digest(pipeline.profile_dir, pipeline.profile_tool) != ready[PROFILE_READY].get("sealed"):
+        return None
     expected = pipeline.expected_profile()
     found = profile_file.find(folder, expected)
-    files = pipeline.profile_tool.read_files(pipeline.profile_dir)
     own = files_digest(files)
     if (kept := next((path for path, identity in found.matches if identity.profile_digest == own), None)) is not None:
         return f"profile: {kept} (kept before)"
@@ -442,7 +448,8 @@ def keep_profile(pipeline: Pipeline, folder: Path) -> str | None:
         return (f"profile: not kept; {found.path.name} holds another training of {expected.trained_build} "
                 f"(made by {found.identity.made_by}), which other machines compile with")
     exporting = folder / f".{expected.trained_build}.{os.getpid()}.exporting"
-    identity = _write_profile(pipeline, files, exporting, f"{expected.trained_build}'s training")
+    gen = f" of {owner.instrumented.variant.name}" if owner.instrumented is not None else ""
+    identity = _write_profile(pipeline, files, exporting, f"{expected.trained_build}'s training{gen}")
     return f"profile: {exporting.replace(folder / profile_file.file_name(identity))}"
 
 
