@@ -30,7 +30,7 @@ def machine_of(run: StoredRun, a: Analysis, labels: tuple[str, ...]) -> str:
 def axes_report(shards: list[merge.Shard]) -> Report:
     """One row per axis pair per run, with each headline figure's suite ratio and verdict."""
     from .report import analyses_apart
-    from .report.tables import SENSITIVITY_NOTE, pair_cells
+    from .report.tables import SENSITIVITY_NOTE, figure_name, pair_cells
 
     servers = sorted({s.rows["run"]["server"] for s in shards})
     if len(servers) > 1:
@@ -41,7 +41,7 @@ def axes_report(shards: list[merge.Shard]) -> Report:
         for run, a in analysed:
             figs = a.headline()
             for f in figs:
-                titles.setdefault(f.key, f"{f.ratio_name}{' (model)' if a.is_model(f) else ''} [95%]")
+                titles.setdefault(f.key, f"{figure_name(a, f, on_cpu=False)} [95%]")
             facts.append(f"run {run.name} ({run.created[:10]}), suite {run.suite}, "
                          f"{'/'.join(run.options.modes)}, on {a.cpu()}: "
                          + (f"{len(a.axes)} axis pair(s)" if a.axes else "no axis pair"))
@@ -51,11 +51,9 @@ def axes_report(shards: list[merge.Shard]) -> Report:
     if not rows:
         raise PgolabError("none of these runs holds a build and its twin without one axis",
                           hint="give runs whose report has a per-axis table (e.g. rel_lto beside rel)")
-    for row in rows:       # (a run without a measure leaves its cells empty)
-        for key in titles:
-            row.setdefault(key, None)
-            row.setdefault(f"{key}_verdict", None)
-    rows.sort(key=lambda r: (r["axis"], r["build"], r["run"]))
+    # A run without a measure has empty cells in its columns (null in JSON, as every row has every key).
+    rows = sorted(({**{k: None for key in titles for k in (key, f"{key}_verdict")}, **row} for row in rows),
+                  key=lambda r: (r["axis"], r["build"], r["run"]))
     columns = [Column("axis", "axis"), Column("build", "build"), Column("against", "against")]
     columns += [c for key, title in titles.items()
                 for c in (Column(key, title), Column(f"{key}_verdict", "verdict"))]

@@ -428,8 +428,8 @@ def keep_profile(pipeline: Pipeline, folder: Path) -> str | None:
     did, for the build's progress, or None for a build whose profile this machine has not trained."""
     owner = pipeline.profile_owner
     ready = owner.profile_state()
-    if not pipeline.variant.reads_profile or pipeline.request.profile_file is not None \
-            or not owner.profile_trained_here() or PROFILE_READY not in ready or PROFILE_IMPORT in ready:
+    # (A build given a file, or reading no profile, has no training phase: profile_trained_here is false.)
+    if not owner.profile_trained_here() or PROFILE_READY not in ready:
         return None
     files = pipeline.profile_tool.read_files(pipeline.profile_dir)
     # What the compile would refuse is not published: a profile missing, or with counters written
