@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from pgolab.phases import Phase, PhaseEngine, PhaseState, children_cpu_seconds, live_descendant_ticks
+from pgolab.phases import (Phase, PhaseEngine, PhaseState, ShownOnceReporter, children_cpu_seconds,
+                           live_descendant_ticks)
 
 
 class FakeClock:
@@ -144,6 +145,36 @@ def test_until_stops_after_the_named_phase_and_a_full_run_continues(tmp_path):
     engine(tmp_path, clock).run(chain(rec), "base")
     assert rec.calls == ["install"]
 
+
+
+class Lines:
+    """A reporter that keeps the lines a terminal would show."""
+
+    def __init__(self):
+        self.lines = []
+
+    def phase_started(self, name, description): self.lines.append(f"start {name}")
+    def phase_skipped(self, name, description): self.lines.append(f"skip {name}")
+    def phase_finished(self, name, seconds): self.lines.append(f"done {name}")
+    def progress(self, done, total): pass
+    def message(self, text): self.lines.append(text)
+
+
+def test_a_build_run_in_two_calls_shows_each_phase_once(tmp_path):
+    """matrix --profiles runs a build's training first, then the whole build: the second call walks
+    the first call's phases again as up to date, which the reporter does not show twice."""
+    clock, shown = FakeClock(), Lines()
+    rec, reporter = Recorder(clock), ShownOnceReporter(shown)
+    PhaseEngine(PhaseState(tmp_path / "state.json"), reporter, clock=clock, cpu_clock=lambda: 0.0) \
+        .run(chain(rec), "base", until="compile")
+    PhaseEngine(PhaseState(tmp_path / "state.json"), reporter, clock=clock, cpu_clock=lambda: 0.0).run(chain(rec), "base")
+    assert shown.lines == ["start configure", "done configure", "start compile", "done compile",
+                           "start install", "done install"]
+    # A phase up to date from an earlier session is shown once, as skipped.
+    again = Lines()
+    PhaseEngine(PhaseState(tmp_path / "state.json"), ShownOnceReporter(again), clock=clock, cpu_clock=lambda: 0.0) \
+        .run(chain(rec), "base")
+    assert again.lines == ["skip configure", "skip compile", "skip install"]
 
 def test_a_callable_input_is_read_when_its_phase_is_reached(tmp_path):
     clock = FakeClock()

@@ -24,7 +24,7 @@ from .fleet import BenchTarget
 from .host import Host
 from .measurement import BenchOptions
 from .measures import Measure, of_modes
-from .phases import Reporter
+from .phases import Reporter, ShownOnceReporter
 from .schedule import Progress
 from .sources import SourceTree, tree_digest
 from .stages.pgo import PROFILE_READY
@@ -248,7 +248,8 @@ def build_all(request: MatrixRequest, chosen: list[Variant],
     built, tree_digests = [], {}
     for i, (tree, variant, k) in enumerate(order):
         t0 = time.monotonic()
-        reporter = progress.build_started(i, len(order), variant)
+        # (With --profiles a build runs in two calls, its training first: its phases are shown once.)
+        reporter = ShownOnceReporter(progress.build_started(i, len(order), variant))
         build_request = BuildRequest(tree, variant, request.train, jobs=request.jobs,
                                      use_ccache=request.use_ccache).replicate_of(k)
         if tree.path not in tree_digests:      # (one walk of a tree per matrix, not two per build)
