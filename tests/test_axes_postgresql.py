@@ -1,5 +1,5 @@
 """The link and run-time axes: an allocator this machine lacks is refused before anything is built.
-(A real PostgreSQL build with -fno-plt, -fno-semantic-interposition and jemalloc is test_package.py's:
+(A real PostgreSQL build with -fno-plt, -fno-semantic-interposition, jemalloc and _hugetext is test_package.py's:
 it is also the build packaged as a drop-in .deb.)"""
 
 import pytest

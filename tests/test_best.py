@@ -12,7 +12,8 @@ from pgolab.variants import Variant, parse
 EFFECT = {"LLVM 19": 1.05, "-march=native": 1.02, "context-sensitive PGO": 0.99, "BOLT": 1.001, "-fno-plt": 1.0,
           "-fno-semantic-interposition": 1.0, "static libstdc++ and libgcc": 0.999, "jemalloc": 0.998,
           "tcmalloc": 0.997, "mimalloc": 0.996, "function order (temporal profile)": 0.995,
-          "machine function splitting": 0.998, "hot/cold text sections": 1.0, "huge pages (BOLT -hugify)": 1.0}
+          "machine function splitting": 0.998, "hot/cold text sections": 1.0, "huge pages (BOLT -hugify)": 1.0,
+          "code on 2 MiB pages (pgolab's copy at start-up)": 1.0}
 HALF_WIDTH = 0.005
 
 
@@ -45,10 +46,12 @@ def test_candidates_are_the_builds_one_axis_beyond():
     assert names == ["rel_native_lto_pgo_use_clang", "rel_lto_pgo_use_clang19", "rel_lto_pgo_use_cs_clang",
                      "rel_lto_pgo_use_split_clang", "rel_lto_pgo_use_hotcold_clang", "rel_lto_pgo_use_clang_noplt", "rel_lto_pgo_use_clang_nosi", "rel_lto_pgo_use_clang_static",
                      "rel_lto_pgo_use_clang_jemalloc", "rel_lto_pgo_use_clang_tcmalloc",
-                     "rel_lto_pgo_use_clang_mimalloc", "rel_lto_pgo_use_clang_bolt"]   # _partial is gcc's, _order LLVM 19's
+                     "rel_lto_pgo_use_clang_mimalloc", "rel_lto_pgo_use_clang_hugetext",
+                     "rel_lto_pgo_use_clang_bolt"]   # _partial is gcc's, _order LLVM 19's
     assert [v.name for v in best.candidates(parse("rel_native_lto_pgo_use_cs_clang19_noplt_nosi_static_mimalloc_bolt"))] == [
         "rel_native_lto_pgo_use_cs_split_clang19_noplt_nosi_static_mimalloc_bolt",
         "rel_native_lto_pgo_use_cs_hotcold_clang19_noplt_nosi_static_mimalloc_bolt",
+        "rel_native_lto_pgo_use_cs_clang19_noplt_nosi_static_mimalloc_hugetext_bolt",
         "rel_native_lto_pgo_use_cs_clang19_noplt_nosi_static_mimalloc_bolt_hugify"]   # _order has no _cs
     full = "rel_native_lto_pgo_use_order_split_hotcold_clang19_noplt_nosi_static_mimalloc_bolt_hugify"
     assert [v.name for v in best.candidates(parse(full))] == []
@@ -66,7 +69,7 @@ def test_the_search_keeps_the_cheapest_axis_while_its_interval_clears_the_gain()
     assert [r.kept for r in result.rounds] == ["rel_lto_pgo_use_clang19", "rel_native_lto_pgo_use_clang19", None]
     assert result.winner == "rel_native_lto_pgo_use_clang19"
     # Round 3: BOLT's 1.001 has an interval reaching below 1, context-sensitive PGO costs more.
-    assert len(result.rounds[2].ratios) == 11 and "rel_native_lto_pgo_use_clang19_bolt" in result.rounds[2].ratios
+    assert len(result.rounds[2].ratios) == 12 and "rel_native_lto_pgo_use_clang19_bolt" in result.rounds[2].ratios
     assert "no build one axis beyond rel_native_lto_pgo_use_clang19" in result.stopped
     total = result.against_start()
     assert abs(total[result.winner] - 1.05 * 1.02) < 1e-9

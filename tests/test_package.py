@@ -22,7 +22,7 @@ from conftest import need
 from conftest import test_scratch as scratch_root  # (a test_* name here would be collected as a test)
 from debian_roots import answers, debian_root, in_root, pgolab, sha256
 
-VARIANT = "rel_o2nofp_noplt_nosi_jemalloc"
+VARIANT = "rel_o2nofp_noplt_nosi_jemalloc_hugetext"
 LABEL = f"{VARIANT}+debian"
 SERVER = "/usr/lib/postgresql/15/bin/postgres"
 # Start the cluster as Debian does (pg_ctlcluster), report the running binary and what it answers.
@@ -51,6 +51,10 @@ def test_a_debian_configured_build_is_a_drop_in_deb_and_a_tarball(pg_tree, tmp_p
     # The link and run-time axes: on every compile line, jemalloc needed, (almost) no PLT left against
     # Debian's build of the same server, which has one stub per library function it calls.
     assert any(n.startswith("libjemalloc.so") for n in elf.needed_libraries(binary))
+    # _hugetext: the smoke test's server ran on a huge-page copy of its code, where the kernel allows it.
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    if thp.exists() and "[never]" not in thp.read_text():
+        assert record["huge_code_kib"] >= 2048, record["huge_code_kib"]
     log = (Path(record["logs"]) / "build.log").read_text(errors="replace")
     compiles = [line for line in log.splitlines() if " -c " in line and "postgres.c" in line]
     assert compiles and all("-fno-plt" in c and "-fno-semantic-interposition" in c for c in compiles)

@@ -369,3 +369,32 @@ def test_a_layout_axis_a_toolchain_lacks_or_without_its_profile_is_refused(bad, 
     with pytest.raises(PgolabError) as err:
         variants.parse(bad)
     assert why in str(err.value), str(err.value)
+
+
+def test_hugetext_links_pgolab_s_object_and_compiles_with_its_twin_s_profile():
+    v = variants.parse("rel_lto_pgo_use_clang_jemalloc_hugetext_bolt")
+    assert (v.hugetext, v.allocator, v.bolt, v.on_huge_pages) == (True, "jemalloc", True, True)
+    f = variants.flags_for(v, CLANG, profile_dir=PROFILE, build_dir=BUILD)
+    obj = str(BUILD / variants.HUGETEXT_OBJECT)
+    assert f"-Wl,{obj}" in f.link and f.objects == {obj: variants.HUGETEXT_SOURCE}
+    assert f.as_dict()["objects"] == f.objects
+    # Every other build's flags keep their configure digest: no objects key where there is none.
+    assert "objects" not in variants.flags_for(variants.parse("rel_lto_pgo_use_clang"), CLANG,
+                                               profile_dir=PROFILE, build_dir=BUILD).as_dict()
+    # The same compiled code as its twin: the twin's profile and instrumented build.
+    assert variants.parse("rel_pgo_use_hugetext").profile_source().name == "rel_pgo_use"
+    assert variants.parse("rel_pgo_use_hugetext").instrumented().name == "rel_pgo_gen"
+    assert not variants.parse("rel_lto_pgo_use_clang_bolt_hugify").hugetext
+    pairs = variants.axis_pairs(["rel_o2nofp", "rel_o2nofp_hugetext"])
+    assert [(p.axis, p.with_) for p in pairs] == [("code on 2 MiB pages (pgolab's copy at start-up)", "rel_o2nofp_hugetext")]
+    with pytest.raises(PgolabError, match="absolute build directory"):
+        variants.flags_for(variants.parse("rel_hugetext"), GCC)
+
+
+@pytest.mark.parametrize("bad, why", [("rel_lto_pgo_use_clang_hugetext_bolt_hugify", "choose one"),
+                                      ("rel_pgo_gen_hugetext", "not put on huge pages"),
+                                      ("rel_hugetext_jemalloc", "did you mean rel_jemalloc_hugetext")])
+def test_hugetext_with_hugify_on_an_instrumented_build_or_out_of_place_is_refused(bad, why):
+    with pytest.raises(PgolabError) as err:
+        variants.parse(bad)
+    assert why in str(err.value), str(err.value)

@@ -412,8 +412,9 @@ class MatrixRounds:
     def unmeasurable(self, candidate: Variant) -> str | None:
         if (why := MEASURES[MODEL_FIGURE.mode].variant_unavailable(candidate)) is not None:
             return why
-        if candidate.hugify:
-            return "huge pages change the TLB's work, which cost mode does not simulate (measure _hugify in QPS)"
+        if candidate.on_huge_pages:
+            return (f"huge pages change the TLB's work, which cost mode does not simulate (measure "
+                    f"{'_hugify' if candidate.hugify else '_hugetext'} in QPS)")
         return next((why for tree in self.request.sources
                      if (why := order_refusal(candidate, tree.server)) is not None), None)
 

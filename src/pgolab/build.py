@@ -264,7 +264,7 @@ class Pipeline:
     def smoke_context(self) -> SmokeContext:
         allocator = ALLOCATORS[self.variant.allocator].library if self.variant.allocator else None
         return SmokeContext(self.servers, self.runners, self.reporter,
-                            self.target.server_binary(self.layout.install_dir), allocator, self.variant.hugify)
+                            self.target.server_binary(self.layout.install_dir), allocator, self.variant.on_huge_pages)
 
     # -- phases -------------------------------------------------------------
     def plan(self) -> list[Phase]:

@@ -22,6 +22,12 @@ def home() -> Path:
     return Path(base) / "pgolab"
 
 
+def package_data() -> Path:
+    """pgolab's own files shipped with it (data/): sysbench scripts, C and CMake sources."""
+    from importlib import resources
+    return Path(str(resources.files("pgolab") / "data"))
+
+
 def sources_dir() -> Path:
     return home() / "sources"
 

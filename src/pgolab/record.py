@@ -92,7 +92,7 @@ class BuildRecord:
     layout_seed: str | None = None
     # Storage-engine plugins built with the server ([] none, or recorded before version 7).
     engines: list[str] = field(default_factory=list)
-    # A _hugify build's running code on huge pages, as its smoke test read it (None: not measured).
+    # A _hugify or _hugetext build's running code on huge pages, as its smoke test read it (None: not measured).
     huge_code_kib: int | None = None
     record_version: int = RECORD_VERSION
     kind = "variant"      # a run's target that pgolab built

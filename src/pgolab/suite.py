@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 
+from . import paths
 from .errors import PgolabError
 
 GROUPS = ("point-1", "range-1", "range-2", "writes", "point-2", "pgbench", "user")
@@ -51,7 +51,7 @@ class Micro:
 
 
 def lua_dir() -> Path:
-    return Path(str(resources.files("pgolab") / "data"))
+    return paths.package_data()
 
 
 def _points(group: str, after_writes: bool = False) -> list[Micro]:

@@ -12,6 +12,7 @@ again and both profiles are merged), then clang's code layout from the profile: 
 (functions in the order the training first ran them: temporal profiling, LLVM 17+), ``_split``
 (-fsplit-machine-functions: cold blocks out of hot functions) and ``_hotcold`` (lld keeps the
 profile's .text.hot/.text.unlikely/.text.split sections apart instead of interleaving them), and
+``_hugetext`` (pgolab's own: the server copies its code onto 2 MiB pages as it starts) and
 ``_bolt`` last: post-link layout (BOLT) of that build, ``_bolt_hugify`` with BOLT's runtime that asks
 the kernel for 2 MiB pages under the hot code as the server starts. None of them is part of the study, and none needs hardware
 counters: every profile here is counted by instrumentation during the training.
@@ -58,6 +59,7 @@ class Variant:
     nosi: bool = False        # -fno-semantic-interposition
     static_rt: bool = False   # -static-libstdc++ -static-libgcc
     allocator: str = ""       # "" (glibc's malloc) or a key of ALLOCATORS
+    hugetext: bool = False    # pgolab's start-up copy of the code onto 2 MiB pages (data/pgolab_hugetext.c)
     # Code layout from the profile (clang's; each needs _pgo_use):
     order: bool = False       # functions ordered by the training's temporal profile (its own instrumented build)
     split: bool = False       # -fsplit-machine-functions
@@ -90,6 +92,8 @@ class Variant:
                 parts.append(token)
         if self.allocator:
             parts.append(self.allocator)
+        if self.hugetext:
+            parts.append("hugetext")
         if self.bolt:
             parts.append("bolt")
         if self.hugify:
@@ -118,11 +122,18 @@ class Variant:
         # build also records when each function first ran.
         return replace(self.profile_source(), pgo=pgo, partial=False, cs=False, static_rt=False, allocator="")
 
+    @property
+    def on_huge_pages(self) -> bool:
+        """Asks for its code on huge pages when it starts: what cost mode cannot see (no TLB in
+        callgrind) and the smoke test measures."""
+        return self.hugify or self.hugetext
+
     def profile_source(self) -> "Variant":
         """The build whose training writes the profile this one reads: the same build without the axes
-        that only read a profile (BOLT's layout, function splitting, hot/cold sections), so that twins
-        differ in those axes alone and one training serves them all. Itself when it has none."""
-        return replace(self, bolt=False, hugify=False, split=False, hotcold=False)
+        that only read a profile (BOLT's layout, function splitting, hot/cold sections) and without
+        _hugetext (the same compiled code, one object more at the link), so that twins differ in those
+        axes alone and one training serves them all. Itself when it has none."""
+        return replace(self, bolt=False, hugify=False, split=False, hotcold=False, hugetext=False)
 
     def profile_twin(self) -> "Variant | None":
         """The build whose profile this PGO build compiles with when that is another build's (its
@@ -162,6 +173,8 @@ class Variant:
             bits.append("static libstdc++ and libgcc")
         if self.allocator:
             bits.append(f"{self.allocator} as malloc")
+        if self.hugetext:
+            bits.append("code copied onto 2 MiB pages at start-up")
         if self.bolt:
             bits.append("BOLT (instrument, train, relayout)")
         if self.hugify:
@@ -171,7 +184,7 @@ class Variant:
 
 # clang19 before clang: a name is read by prefixes.
 _TOKENS = ("o2nofp", "native", "lto", "pgo_gen", "pgo_csgen", "pgo_use", "partial", "cs", "order", "split", "hotcold",
-           "clang19", "clang", "noplt", "nosi", "static", *ALLOCATORS, "bolt", "hugify")
+           "clang19", "clang", "noplt", "nosi", "static", *ALLOCATORS, "hugetext", "bolt", "hugify")
 
 
 def parse(name: str) -> Variant:
@@ -200,6 +213,7 @@ def parse(name: str) -> Variant:
         nosi="nosi" in seen,
         static_rt="static" in seen,
         allocator=next((a for a in ALLOCATORS if a in seen), ""),
+        hugetext="hugetext" in seen,
         order="order" in seen,
         split="split" in seen,
         hotcold="hotcold" in seen,
@@ -244,6 +258,11 @@ def _check_layout(name: str, variant: Variant) -> None:
             raise _unknown(name, f"_{token} lays code out by the profile: it follows _pgo_use")
     if variant.hugify and not variant.bolt:
         raise _unknown(name, "_hugify is BOLT's -hugify: it follows _bolt")
+    if variant.hugify and variant.hugetext:
+        raise _unknown(name, "_hugetext and _hugify each put the code on huge pages: choose one")
+    if variant.hugetext and variant.writes_profile:
+        raise _unknown(name, "an instrumented build is not put on huge pages; "
+                             f"did you mean {replace(variant, pgo='use').name}?")
 
 
 def _has_partial_training(compiler: str) -> bool:
@@ -260,7 +279,7 @@ def _unknown(name: str, extra: str = "") -> PgolabError:
     return PgolabError(
         f"unknown variant {name!r}" + (f" ({extra})" if extra else ""),
         hint="names are rel[_o2nofp][_native][_lto][_pgo_gen|_pgo_csgen|_pgo_use[_partial|_cs]][_order][_split]"
-             "[_hotcold][_clang|_clang19][_noplt][_nosi][_static][_jemalloc|_tcmalloc|_mimalloc][_bolt[_hugify]]; "
+             "[_hotcold][_clang|_clang19][_noplt][_nosi][_static][_jemalloc|_tcmalloc|_mimalloc][_hugetext][_bolt[_hugify]]; "
              "`pgolab variants` lists them")
 
 
@@ -291,6 +310,7 @@ AXES = (
     Axis("-fno-semantic-interposition", "nosi", False, True, "nosi"),
     Axis("static libstdc++ and libgcc", "static_rt", False, True, "static"),
     *(Axis(a, "allocator", "", a, a) for a in ALLOCATORS),
+    Axis("code on 2 MiB pages (pgolab's copy at start-up)", "hugetext", False, True, "hugetext"),
     Axis("BOLT", "bolt", False, True, "bolt"),
     Axis("huge pages (BOLT -hugify)", "hugify", False, True, "hugify"),
 )
@@ -370,9 +390,19 @@ class FlagSet:
     compile: list[str] = field(default_factory=list)   # C and C++ compile (and link) flags
     link: list[str] = field(default_factory=list)      # linker-only flags
     tools: dict[str, str] = field(default_factory=dict)  # AR, RANLIB, NM overrides
+    # pgolab's own objects the link names (`link` has their paths): path -> the C source in
+    # pgolab's data/, compiled with the build's compiler before its configure.
+    objects: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return {"compile": self.compile, "link": self.link, "tools": self.tools}
+        flags = {"compile": self.compile, "link": self.link, "tools": self.tools}
+        # (Only when there are some: every earlier build's configure keeps its digest.)
+        return {**flags, "objects": self.objects} if self.objects else flags
+
+
+# The _hugetext axis: pgolab's C source (package data), and the object compiled from it in the build folder.
+HUGETEXT_SOURCE = "pgolab_hugetext.c"
+HUGETEXT_OBJECT = "pgolab-hugetext.o"
 
 
 # Where a profile's function order is written beside it (stages.pgo), for the link of an _order build.
@@ -433,6 +463,14 @@ def flags_for(variant: Variant, toolchain, *, profile_dir: Path | None = None,
         flags.link += ["-static-libstdc++", "-static-libgcc"]
     if variant.allocator:
         flags.link += allocator_link_flags(variant.allocator)
+    if variant.hugetext:
+        if build_dir is None or not build_dir.is_absolute():
+            raise PgolabError(f"internal: a _hugetext build needs an absolute build directory, got {build_dir}")
+        # An object file named on the link line (through -Wl, so that a compile line ignores it):
+        # its constructor runs in the program; PostgreSQL's link flags reach every compile and library too.
+        path = str(build_dir / HUGETEXT_OBJECT)
+        flags.link.append(f"-Wl,{path}")
+        flags.objects[path] = HUGETEXT_SOURCE
     if variant.bolt:
         flags.compile += list(family.bolt_flags)
         flags.link += BOLT_LINK_FLAGS

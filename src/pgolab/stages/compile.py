@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .. import paths
 from ..phases import Phase, Reporter
+from ..targets.base import Cmd
 from ..toolchains import Toolchain
 from ..variants import FlagSet, Variant
 from .context import RunnerFactory
@@ -43,6 +46,9 @@ def compile_phases(ctx: CompileContext, label: str = "",
     """configure, build, install. profile_digest: the profile the compile reads, by its digest
     (an optimized build's configure depends on it)."""
     flags = ctx.flags.as_dict()
+    if ctx.flags.objects:      # an edited source of pgolab's own objects compiles again
+        flags["object_sources"] = {source: hashlib.sha256((paths.package_data() / source).read_bytes()).hexdigest()
+                                   for source in ctx.flags.objects.values()}
     # A configure depends on its flags and, for the optimized build, the profile it reads.
     if profile_digest is not None:
         configure_input = lambda: {"flags": flags, "profile": profile_digest()}  # noqa: E731
@@ -63,11 +69,22 @@ def configure(ctx: CompileContext) -> dict:
     # this compile's warnings only (an earlier compile's would count again).
     ctx.runner("build").log_path.unlink(missing_ok=True)
     runner = ctx.runner("configure")
+    ctx.build_dir.mkdir(parents=True, exist_ok=True)
+    for cmd in object_compiles(ctx.flags, ctx.toolchain):
+        runner.run(cmd.argv, cwd=cmd.cwd, what=cmd.what)
     use_ccache = ctx.use_ccache and not ctx.variant.is_pgo
     for cmd in ctx.target.configure(ctx.source, ctx.build_dir, ctx.toolchain, ctx.flags, ctx.variant,
                                     ctx.extra_args, use_ccache, ctx.profile_dir, ctx.like_distribution):
         runner.run(cmd.argv, cwd=cmd.cwd, env=cmd.env, what=cmd.what)
     return {"flags": ctx.flags.as_dict()}
+
+
+def object_compiles(flags: FlagSet, toolchain: Toolchain) -> list[Cmd]:
+    """pgolab's own objects the link names (FlagSet.objects), each compiled from its source in the
+    package's data/ with the build's C compiler. The source is named from its own folder: the object's
+    file symbol is then its bare name, wherever pgolab is installed (a binary the same in every home)."""
+    return [Cmd([toolchain.cc, "-O2", "-fPIC", "-c", source, "-o", path], cwd=paths.package_data(),
+                what=f"compile {source}") for path, source in flags.objects.items()]
 
 
 def compile_(ctx: CompileContext) -> dict:

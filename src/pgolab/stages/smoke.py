@@ -1,6 +1,6 @@
 """Start the built server, ask it its version, stop it cleanly; a build with another malloc must
-name that library for the loader; a build whose BOLT layout asked for huge pages (`_hugify`) says
-how much of its running code the kernel put on them."""
+name that library for the loader; a build that asks for its code on huge pages (`_hugify`,
+`_hugetext`) says how much of its running code the kernel put on them."""
 
 from __future__ import annotations
 
@@ -20,12 +20,12 @@ class SmokeContext:
     reporter: Reporter
     binary: Path | None = None
     allocator: str | None = None    # the library the binary must need (the allocator axis)
-    hugify: bool = False            # measure the running server's code on huge pages
+    huge_pages: bool = False        # measure the running server's code on huge pages
 
 
 def smoke_phase(ctx: SmokeContext) -> Phase:
     # (No input unless it measures huge pages: the smoke phases of builds made before keep their digests.)
-    return Phase("smoke", "start the server, query it, stop it cleanly", {"huge_code": True} if ctx.hugify else None,
+    return Phase("smoke", "start the server, query it, stop it cleanly", {"huge_code": True} if ctx.huge_pages else None,
                  lambda: smoke(ctx))
 
 
@@ -34,17 +34,17 @@ def smoke(ctx: SmokeContext) -> dict:
     try:
         with server:
             version = server.query(server.installation.version_sql(), what="version query")
-            huge = huge_code_kib(Path(f"/proc/{server.pid}/smaps").read_text()) if ctx.hugify else None
+            huge = huge_code_kib(Path(f"/proc/{server.pid}/smaps").read_text()) if ctx.huge_pages else None
     finally:
         ctx.servers.discard(server, "smoke")
     ctx.reporter.message(f"server answered: {version}")
     result: dict = {"version": version}
     if huge is not None:
-        # BOLT's runtime asks for huge pages; whether the kernel gives them for a binary's text is the
-        # kernel's (file-backed text needs CONFIG_READ_ONLY_THP_FOR_FS): say what it did.
+        # Whether the kernel gives huge pages is the kernel's: file-backed text (BOLT's -hugify) needs
+        # CONFIG_READ_ONLY_THP_FOR_FS, an anonymous copy (_hugetext) transparent huge pages not "never".
         ctx.reporter.message(f"code on huge pages: {huge} KiB" if huge else
                              "code on huge pages: none (this kernel put none of the server's code on huge "
-                             "pages: _hugify changes no mapping here)")
+                             "pages: see /sys/kernel/mm/transparent_hugepage/enabled)")
         result["huge_code_kib"] = huge
     if ctx.allocator is None:
         return result

@@ -198,7 +198,7 @@ class MariaDBTarget:
         build_dir.mkdir(parents=True, exist_ok=True)
         if like_distribution:
             # Debian's configuration builds wsrep-lib, which turns -g on for its own objects.
-            flags = FlagSet([*flags.compile, *toolchain.family.debug_version_flags], flags.link, flags.tools)
+            flags = replace(flags, compile=[*flags.compile, *toolchain.family.debug_version_flags])
         include.write_text(cmake_flags_include(flags))
         # Debian's packages build with make: with Debian's layout, Connector/C declares its static
         # library twice (the library and a symlink of the same name), which Ninja refuses.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..distribution import DistributionBuild
@@ -57,7 +57,7 @@ class MySQLTarget(MariaDBTarget):
         the rest (e.g. gcc's -fprofile-update, -fprofile-prefix-path) is still added."""
         keep = [f for f in flags.compile if not f.startswith("-flto") and not _is_profile_flag(f)]
         link = [f for f in flags.link if not f.startswith("-flto")]
-        return FlagSet(keep, link, dict(flags.tools))
+        return replace(flags, compile=keep, link=link)
 
     def recipe_options(self, variant: Variant, tree: Path, profile_dir: Path | None,
                        like_distribution: bool = False) -> list[str]:

@@ -178,7 +178,7 @@ class PostgreSQLTarget:
         so that o2nofp's later -O2 still wins."""
         if variant.o2nofp:
             return flags
-        return FlagSet(["-O3", *flags.compile], list(flags.link), dict(flags.tools))
+        return replace(flags, compile=["-O3", *flags.compile])
 
     def configure(self, tree: Path, build_dir: Path, toolchain, flags: FlagSet, variant: Variant,
                   extra_args: list[str], use_ccache: bool, profile_dir: Path | None = None,
