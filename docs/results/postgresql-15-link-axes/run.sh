@@ -2,17 +2,19 @@
 # Issue 35, the link and runtime axes on PostgreSQL 15 (Debian 12's 15.18 tree), which no earlier run
 # measured: clang PGO+ThinLTO (LLVM 16) rel_lto_pgo_use_clang as the base, against itself with one axis
 # added: _noplt (-fno-plt), _nosi (-fno-semantic-interposition), _static (static libstdc++ and
-# libgcc), and the allocator, _tcmalloc and _mimalloc (Debian's packages; jemalloc's cost was measured
-# in ../postgresql-15-best). One stored run, quick suite, 1 thread: cost with all the events, then QPS
+# libgcc), the allocator, _tcmalloc and _mimalloc (Debian's packages; jemalloc's cost was measured
+# in ../postgresql-15-best), and _hugetext (the code copied onto 2 MiB pages at start-up; cost mode
+# cannot see it: it stands aside under valgrind, which simulates no TLB). One stored run, quick suite, 1 thread: cost with all the events, then QPS
 # (2 instances of 3 paired 2-second blocks per test). The report pairs each build with its twin on the
 # axis it adds. _noplt and _nosi change the instrumented code, so each has its own instrumented build
-# and training; _static and the allocators compile with the base's instrumented build. Resumable: run
+# and training; _static and the allocators train the base's instrumented build again; _hugetext
+# compiles with the base's profile. Resumable: run
 # it again; a rebuild (new machine) starts a run of its own.
 #   bash docs/results/queue.sh postgresql-15-link-axes
 . "$(dirname "$0")/../proof-env.sh"
 S=$($P source postgresql --version 15)
 B=rel_lto_pgo_use_clang
-VARIANTS=$B,${B}_noplt,${B}_nosi,${B}_static,${B}_tcmalloc,${B}_mimalloc
+VARIANTS=$B,${B}_noplt,${B}_nosi,${B}_static,${B}_tcmalloc,${B}_mimalloc,${B}_hugetext
 $P matrix "$S" --variants $VARIANTS --base $B --measure cost,qps --suite quick --cost-jobs 2 \
   --seconds 2 --instances 2 --blocks 3 --run 'pg15-link-axes-{binaries}' \
   --store $OUT/results.sqlite --out $OUT/report </dev/null > $OUT/report.txt
