@@ -100,3 +100,30 @@ def test_under_valgrind_the_program_keeps_its_code_where_it_was_linked(tmp_path)
     program = tmp_path / "program"
     subprocess.run(["gcc", "-O2", str(source), f"-Wl,{obj}", "-o", str(program)], check=True)
     assert run(["valgrind", "--tool=none", "-q", str(program)]) == (SUM, 0)
+
+
+def test_the_copy_moves_the_code_that_makes_it_and_the_program_goes_on(tmp_path):
+    """The constructor may lie inside the range it moves (gcc puts it in .text.startup, ahead of the
+    code; lld keeps input order): linked between two 3 MiB pads, at fixed addresses (no PIE), it does."""
+    need("clang-16")
+    clang = TOOLCHAINS[1]
+    obj = hugetext_object(clang, tmp_path)
+    pads = []
+    for k in (1, 2):
+        pad = tmp_path / f"pad{k}.s"
+        pad.write_text(f".text\npad{k}:\n.skip 3145728, 0x90\n")
+        pads.append(pad)
+    source = tmp_path / "program.c"
+    source.write_text(PROGRAM.replace('__asm__(".text\\n.p2align 4\\npadding:\\n.skip 6291456, 0x90\\n");', ""))
+    program = tmp_path / "program"
+    subprocess.run(["clang-16", "-O2", "-fuse-ld=lld", "-no-pie", str(pads[0]), str(obj), str(pads[1]), str(source),
+                    "-o", str(program)], check=True)
+    segments = subprocess.run(["readelf", "-lW", str(program)], capture_output=True, text=True, check=True).stdout
+    [text] = [line.split() for line in segments.splitlines() if line.split()[:1] == ["LOAD"] and "E" in line.split()[6:-1]]
+    start, size = int(text[2], 16), int(text[5], 16)
+    lo, hi = -(-start // (2 << 20)) * (2 << 20), (start + size) // (2 << 20) * (2 << 20)
+    symbols = subprocess.run(["nm", str(program)], capture_output=True, text=True, check=True).stdout
+    constructor = next(int(line.split()[0], 16) for line in symbols.splitlines() if line.endswith(" pgolab_hugetext"))
+    assert lo <= constructor < hi, (hex(lo), hex(constructor), hex(hi))
+    total, huge = run([str(program)])
+    assert total == SUM and (huge >= 2048 if thp_enabled() else huge == 0)

@@ -48,7 +48,9 @@ def test_postgresql_records_a_stand_in_for_the_profile_folder_and_compiles_with_
     folder = tree_folder_of(build_dir)
     assert folder == tmp_path / "home" / "builds" / "postgresql-15.18-0123456789"
     profile = folder / "rel_pgo_use" / "profile"
-    flags = FlagSet([f"-fprofile-use={profile}", f"-fprofile-prefix-path={build_dir}"], [], {})
+    obj = build_dir / "pgolab-hugetext.o"
+    flags = FlagSet([f"-fprofile-use={profile}", f"-fprofile-prefix-path={build_dir}"], [f"-Wl,{obj}"], {},
+                    {str(obj): "pgolab_hugetext.c"})
     argv = PostgreSQLTarget().make_vars(flags, build_dir)
     sub = tmp_path / "mk" / "common"
     sub.mkdir(parents=True)
@@ -64,6 +66,8 @@ def test_postgresql_records_a_stand_in_for_the_profile_folder_and_compiles_with_
     compiled = next(line for line in out.splitlines() if line.startswith("compiled:"))
     assert str(tmp_path) not in recorded and "-fprofile-use=/pgolab/builds/rel_pgo_use/profile" in recorded
     assert f"-fprofile-use={profile}" in compiled and f"-fprofile-prefix-path={build_dir}" in compiled
+    # pgolab's own object is linked, and not recorded at all (pg_config would name a file of the build).
+    assert f"-Wl,{obj}" in compiled and "hugetext" not in recorded
 
 
 def test_clang_thinlto_at_two_tree_paths_differs_in_symbol_names_only(tmp_path):

@@ -375,7 +375,7 @@ def test_hugetext_links_pgolab_s_object_and_compiles_with_its_twin_s_profile():
     v = variants.parse("rel_lto_pgo_use_clang_jemalloc_hugetext_bolt")
     assert (v.hugetext, v.allocator, v.bolt, v.on_huge_pages) == (True, "jemalloc", True, True)
     f = variants.flags_for(v, CLANG, profile_dir=PROFILE, build_dir=BUILD)
-    obj = str(BUILD / variants.HUGETEXT_OBJECT)
+    obj = str(BUILD.parent / variants.HUGETEXT_OBJECT)
     assert f"-Wl,{obj}" in f.link and f.objects == {obj: variants.HUGETEXT_SOURCE}
     assert f.as_dict()["objects"] == f.objects
     # Every other build's flags keep their configure digest: no objects key where there is none.

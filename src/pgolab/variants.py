@@ -467,8 +467,9 @@ def flags_for(variant: Variant, toolchain, *, profile_dir: Path | None = None,
         if build_dir is None or not build_dir.is_absolute():
             raise PgolabError(f"internal: a _hugetext build needs an absolute build directory, got {build_dir}")
         # An object file named on the link line (through -Wl, so that a compile line ignores it):
-        # its constructor runs in the program; PostgreSQL's link flags reach every compile and library too.
-        path = str(build_dir / HUGETEXT_OBJECT)
+        # its constructor runs in the program; PostgreSQL's link flags reach every compile and library
+        # too. Beside the build folder, not in it: the profile check counts the objects in there.
+        path = str(build_dir.parent / HUGETEXT_OBJECT)
         flags.link.append(f"-Wl,{path}")
         flags.objects[path] = HUGETEXT_SOURCE
     if variant.bolt:

@@ -10,19 +10,29 @@
  *
  * It does nothing, and the program runs as linked, when:
  *   - PGOLAB_HUGETEXT=0 is set (to compare both ways with one binary);
+ *   - transparent huge pages are "never", or disabled for this process (PR_SET_THP_DISABLE): the copy
+ *     would cost its memory and gain nothing;
  *   - the program runs under valgrind (cost mode): valgrind would see its code replaced, and it
  *     simulates no TLB, so it could not see the difference anyway;
  *   - this object was linked into a shared library rather than the program (a server's build may
  *     pass its link flags to both): the copy is the program's;
- *   - the code has no whole 2 MiB page, or a step fails (the original mapping is then untouched).
- * Tools that name functions from /proc/PID/maps (perf) see the moved range as anonymous memory.
+ *   - the code has no whole 2 MiB page (x86-64's PMD size), or a step before the move fails (the
+ *     original mapping is then untouched). The move itself, mremap, releases the original range
+ *     first; should it fail after that (out of memory maps), the program dies at start-up.
+ * What the copy costs: its memory is the process's own, charged to the commit limit (once more by each
+ * forked process, though the pages stay shared until written, which code never is), not shared with
+ * other processes through the page cache; and tools that name functions from /proc/PID/maps (perf)
+ * see the moved range as anonymous memory.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <link.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #define PGOLAB_HUGE_PAGE ((uintptr_t)2 << 20)
 
@@ -43,7 +53,8 @@ static int pgolab_program_code(struct dl_phdr_info *info, size_t size, void *dat
         uintptr_t start = info->dlpi_addr + ph->p_vaddr, end = start + ph->p_memsz;
         if (self >= start && self < end)
             code->own = 1;
-        if (!(ph->p_flags & PF_X) || code->count == 8)
+        /* (A writable one would fault once read-only: it is left as it is.) */
+        if (!(ph->p_flags & PF_X) || (ph->p_flags & PF_W) || code->count == 8)
             continue;
         uintptr_t lo = (start + PGOLAB_HUGE_PAGE - 1) & ~(PGOLAB_HUGE_PAGE - 1);
         uintptr_t hi = end & ~(PGOLAB_HUGE_PAGE - 1);
@@ -74,9 +85,19 @@ static void pgolab_move_to_huge_pages(uintptr_t lo, uintptr_t hi) {
         munmap(copy, length);
 }
 
+static int pgolab_huge_pages_allowed(void) {
+    char setting[128] = "";
+    int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, setting, sizeof setting - 1);
+    close(fd);
+    return n > 0 && !strstr(setting, "[never]") && prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) != 1;
+}
+
 __attribute__((constructor)) static void pgolab_hugetext(void) {
     const char *off = getenv("PGOLAB_HUGETEXT"), *preload = getenv("LD_PRELOAD");
-    if ((off && strcmp(off, "0") == 0) || (preload && strstr(preload, "vgpreload")))
+    if ((off && strcmp(off, "0") == 0) || (preload && strstr(preload, "vgpreload")) || !pgolab_huge_pages_allowed())
         return;
     struct pgolab_code code = {0};
     dl_iterate_phdr(pgolab_program_code, &code);

@@ -133,6 +133,16 @@ def folder_variable_evals(folder: Path) -> list[str]:
     return [f"--eval={FOLDER_VARIABLE} := {reproducible.BUILDS_STANDIN}", f"--eval=%: {FOLDER_VARIABLE} := {folder}"]
 
 
+# pgolab's own objects (FlagSet.objects, _hugetext's) reach every link through COPT as a make variable
+# that is empty while makefiles are parsed and names them in recipes: postgres records no file that
+# exists only in the build (pg_config --ldflags would hand it to whatever links against the server).
+OBJECTS_VARIABLE = "PGOLAB_OBJECTS"
+
+
+def objects_variable_evals(objects: list[str]) -> list[str]:
+    return [f"--eval={OBJECTS_VARIABLE} :=", f"--eval=%: {OBJECTS_VARIABLE} := {' '.join(objects)}"] if objects else []
+
+
 def folder_by_variable(text: str, folder: Path) -> str:
     """Every path under `folder` in `text` (a flag's value, or a word) spelt through the make variable."""
     return re.sub(rf"(?<![^\s=,]){re.escape(str(folder))}(?=/)", f"$({FOLDER_VARIABLE})", text)
@@ -198,7 +208,10 @@ class PostgreSQLTarget:
 
     def make_vars(self, flags: FlagSet, build_dir: Path) -> list[str]:
         folder = tree_folder_of(build_dir)
-        make_vars = [f"COPT={folder_by_variable(copt(flags), folder)}", *folder_variable_evals(folder), RECORDED_LDFLAGS]
+        objects = [f for f in flags.link if f.removeprefix("-Wl,") in flags.objects]
+        flags = replace(flags, link=[f for f in flags.link if f not in objects])
+        make_vars = [f"COPT={folder_by_variable(copt(flags), folder)}" + (f" $({OBJECTS_VARIABLE})" if objects else ""),
+                     *folder_variable_evals(folder), *objects_variable_evals(objects), RECORDED_LDFLAGS]
         for key in ("AR", "RANLIB"):
             if key in flags.tools:
                 make_vars.append(f"{key}={flags.tools[key]}")
