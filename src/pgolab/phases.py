@@ -58,7 +58,6 @@ class PrefixedReporter:
         self.inner.message(text)
 
 
-
 class ShownOnceReporter:
     """Passes a build's progress on, but not a second "up to date" line for a phase it has shown:
     a build run in two calls (its training first, then the rest) walks the first call's phases again."""
@@ -83,6 +82,7 @@ class ShownOnceReporter:
 
     def message(self, text):
         self.inner.message(text)
+
 
 def digest(*parts: object) -> str:
     h = hashlib.sha256()

@@ -11,9 +11,9 @@ PGO: a second instrumented build, ``_pgo_csgen``, compiled with the first profil
 again and both profiles are merged), then clang's code layout from the profile: ``_order``
 (functions in the order the training first ran them: temporal profiling, LLVM 17+), ``_split``
 (-fsplit-machine-functions: cold blocks out of hot functions) and ``_hotcold`` (lld keeps the
-profile's .text.hot/.text.unlikely/.text.split sections apart instead of interleaving them), and
-``_hugetext`` (pgolab's own: the server copies its code onto 2 MiB pages as it starts) and
-``_bolt`` last: post-link layout (BOLT) of that build, ``_bolt_hugify`` with BOLT's runtime that asks
+profile's .text.hot/.text.unlikely/.text.split sections apart instead of interleaving them); after
+the link and run-time axes, ``_hugetext`` (pgolab's own: the server copies its code onto 2 MiB pages
+as it starts); and ``_bolt`` last: post-link layout (BOLT) of that build, ``_bolt_hugify`` with BOLT's runtime that asks
 the kernel for 2 MiB pages under the hot code as the server starts. None of them is part of the study, and none needs hardware
 counters: every profile here is counted by instrumentation during the training.
 
@@ -400,7 +400,7 @@ class FlagSet:
         return {**flags, "objects": self.objects} if self.objects else flags
 
 
-# The _hugetext axis: pgolab's C source (package data), and the object compiled from it in the build folder.
+# The _hugetext axis: pgolab's C source (package data), and the object compiled from it beside the build folder.
 HUGETEXT_SOURCE = "pgolab_hugetext.c"
 HUGETEXT_OBJECT = "pgolab-hugetext.o"
 

@@ -46,9 +46,10 @@ def compile_phases(ctx: CompileContext, label: str = "",
     """configure, build, install. profile_digest: the profile the compile reads, by its digest
     (an optimized build's configure depends on it)."""
     flags = ctx.flags.as_dict()
-    if ctx.flags.objects:      # an edited source of pgolab's own objects compiles again
+    if ctx.flags.objects:      # an edited source of pgolab's own objects, or their flags, compile again
         flags["object_sources"] = {source: hashlib.sha256((paths.package_data() / source).read_bytes()).hexdigest()
                                    for source in ctx.flags.objects.values()}
+        flags["object_flags"] = list(OBJECT_FLAGS)
     # A configure depends on its flags and, for the optimized build, the profile it reads.
     if profile_digest is not None:
         configure_input = lambda: {"flags": flags, "profile": profile_digest()}  # noqa: E731
@@ -79,11 +80,15 @@ def configure(ctx: CompileContext) -> dict:
     return {"flags": ctx.flags.as_dict()}
 
 
+# pgolab's own objects: position-independent (a build may link them into shared libraries too).
+OBJECT_FLAGS = ("-O2", "-fPIC")
+
+
 def object_compiles(flags: FlagSet, toolchain: Toolchain) -> list[Cmd]:
     """pgolab's own objects the link names (FlagSet.objects), each compiled from its source in the
     package's data/ with the build's C compiler. The source is named from its own folder: the object's
     file symbol is then its bare name, wherever pgolab is installed (a binary the same in every home)."""
-    return [Cmd([toolchain.cc, "-O2", "-fPIC", "-c", source, "-o", path], cwd=paths.package_data(),
+    return [Cmd([toolchain.cc, *OBJECT_FLAGS, "-c", source, "-o", path], cwd=paths.package_data(),
                 what=f"compile {source}") for path, source in flags.objects.items()]
 
 

@@ -44,7 +44,8 @@ def smoke(ctx: SmokeContext) -> dict:
         # CONFIG_READ_ONLY_THP_FOR_FS, an anonymous copy (_hugetext) transparent huge pages not "never".
         ctx.reporter.message(f"code on huge pages: {huge} KiB" if huge else
                              "code on huge pages: none (this kernel put none of the server's code on huge "
-                             "pages: see /sys/kernel/mm/transparent_hugepage/enabled)")
+                             "pages: file text needs CONFIG_READ_ONLY_THP_FOR_FS, an anonymous copy "
+                             "transparent huge pages on, see /sys/kernel/mm/transparent_hugepage/enabled)")
         result["huge_code_kib"] = huge
     if ctx.allocator is None:
         return result
