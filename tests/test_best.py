@@ -323,7 +323,11 @@ def test_the_path_gives_the_winner_against_the_start_and_each_reference_binary_i
     from test_merge import OPTIONS, ShardQps
 
     start, winner = best.START, best.START + "_bolt"
-    speeds = {start: 1.0, winner: 1.10, "distro": 0.8}
+    # The winner's QPS-only twins: its code on huge pages, pgolab's way and BOLT's.
+    hugetext, hugify = best.START + "_hugetext_bolt", best.START + "_bolt_hugify"
+    assert [v.name for v in best.qps_only(parse(winner))] == [hugetext, hugify]
+    assert best.qps_only(parse(hugify)) == [] and [v.name for v in best.qps_only(parse(start))] == [best.START + "_hugetext"]
+    speeds = {start: 1.0, winner: 1.10, "distro": 0.8, hugetext: 1.21}
     targets = []
     for label in speeds:
         binary = tmp_path / label
@@ -339,9 +343,11 @@ def test_the_path_gives_the_winner_against_the_start_and_each_reference_binary_i
     from pgolab.stats import Estimate
     result = best.SearchResult(start, 0.0, [best.Round(1, start, {winner: Estimate(1.05, 1.01, 1.09, 10)}, winner)])
     lines = best.confirmation_lines(store, result, "s-confirm")
-    assert [line.split(" in the QPS")[0] for line in lines] == [f"{winner} against {start}", f"{winner} against distro"]
-    ratio = {ref: float(line.split("rQPS ")[1].split()[0]) for ref, line in zip((start, "distro"), lines)}
+    assert [line.split(" in the QPS")[0] for line in lines] == [f"{winner} against {start}", f"{winner} against distro",
+                                                                f"{hugetext} against {winner}"]
+    ratio = {ref: float(line.split("rQPS ")[1].split()[0]) for ref, line in zip((start, "distro", winner), lines)}
     assert ratio[start] == pytest.approx(1.10, rel=0.01) and ratio["distro"] == pytest.approx(1.375, rel=0.01)
+    assert ratio[winner] == pytest.approx(1.10, rel=0.01)
     assert all("rCPU " in line and "(faster)" in line for line in lines)
     report = best.stored_path_report(store, result, "postgresql 15.18", "s-confirm")
     assert lines == [f for f in report.facts if " in the QPS confirmation: " in f]

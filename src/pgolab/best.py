@@ -6,7 +6,8 @@ candidate whose estimated cycles per query are lowest is kept if its whole inter
 the cost model's repeatability bound) lies beyond the gain asked for, and the next round starts
 from it. The search ends when no candidate gains that much, no axis is left, or the time budget is
 spent. The winner and the runner-up are then confirmed in QPS against the start and the reference
-binaries (the distribution's server).
+binaries (the distribution's server); the winner with each axis only the clock can judge (its code on
+huge pages: cost mode simulates no TLB) is measured there too, against the winner.
 
 The search is a pure function of what each round measured; an executor builds and measures a round
 (a matrix run), so a fake executor tests the path in milliseconds. A round is an ordinary stored
@@ -54,6 +55,12 @@ def candidates(current: Variant, axes: tuple[Axis, ...] = AXES) -> list[Variant]
         except PgolabError:
             continue
     return found
+
+
+def qps_only(current: Variant, axes: tuple[Axis, ...] = AXES) -> list[Variant]:
+    """The builds one axis of `axes` beyond `current` that cost mode cannot judge, code on huge pages
+    (callgrind simulates no TLB): the rounds leave them out, the QPS confirmation measures them."""
+    return [c for c in candidates(current, axes) if c.on_huge_pages and not current.on_huge_pages]
 
 
 def axis_added(current: Variant, candidate: Variant) -> str:
@@ -243,22 +250,26 @@ def stored_path_report(store: Store, result: SearchResult, source: str, confirm_
 def confirmation_lines(store: Store, result: SearchResult, confirm_run: str | None) -> list[str]:
     """The winner in the QPS confirmation against its start and each reference binary (--binary), in
     the clock's figures with their intervals: the comparison a target such as '1.45x Debian's' is read
-    from (each pair measured in the same blocks)."""
+    from (each pair measured in the same blocks); then each of its QPS-only twins against it."""
     run = store.run(confirm_run) if confirm_run else None
     if run is None:
         return []
     targets = store.targets(run.id)
-    if result.winner not in {t.label for t in targets}:
+    labels = {t.label for t in targets}
+    if result.winner not in labels:
         return []
     references = [run.base, *(t.label for t in targets if t.kind == BinaryInfo.kind)]
+    pairs = [(reference, result.winner) for reference in references if reference != result.winner]
+    # The winner's QPS-only twins (code on huge pages), each against the winner.
+    pairs += [(result.winner, twin.name) for twin in qps_only(parse(result.winner)) if twin.name in labels]
     lines = []
-    for reference in (r for r in references if r != result.winner):
+    for reference, build in pairs:
         _, analysis = analysis_of(store, run.id, reference)
         summaries = [(figure, estimates.summary()) for figure in figures(CLOCK_FIGURE.mode)
-                     if (estimates := analysis.estimates(figure, reference, result.winner)) is not None]
+                     if (estimates := analysis.estimates(figure, reference, build)) is not None]
         said = [f"{figure.ratio_name} {summary.fmt()} ({summary.verdict()})" for figure, summary in summaries]
         if said:
-            lines.append(f"{result.winner} against {reference} in the QPS confirmation: {', '.join(said)}")
+            lines.append(f"{build} against {reference} in the QPS confirmation: {', '.join(said)}")
     return lines
 
 
@@ -418,9 +429,11 @@ class MatrixRounds:
         return next((why for tree in self.request.sources
                      if (why := order_refusal(candidate, tree.server)) is not None), None)
 
-    def confirm(self, result: SearchResult) -> int:
-        """The winner, the runner-up and the start in QPS, with the reference binaries; the run's id."""
-        names = list(dict.fromkeys(n for n in (result.start, result.winner, result.runner_up()) if n))
+    def confirm(self, result: SearchResult, axes: tuple[Axis, ...] = AXES) -> int:
+        """The winner, the runner-up and the start in QPS, with the reference binaries and the winner's
+        QPS-only twins among `axes`; the run's id."""
+        twins = [v.name for v in qps_only(parse(result.winner), axes)]
+        names = list(dict.fromkeys(n for n in (result.start, result.winner, result.runner_up(), *twins) if n))
         options = replace(self.request.options, modes=("qps",))
         request = replace(self.request, variants=[parse(n) for n in names], base=result.start, options=options,
                           run_name=f"{self.request.run_name}-confirm-{{binaries}}")

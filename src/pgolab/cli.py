@@ -707,9 +707,10 @@ def best_cmd(
     console.print(f"source: {tree.server} {tree.version}; search from {start}; store {store.path}")
     with _progress_display() as progress:
         rounds = best.MatrixRounds(request, store, RichMatrixProgress(progress), _command_line(), say=console.print)
+        searched = variants_mod.axes_named(axes) if axes else variants_mod.AXES
         result = best.search(start_variant, rounds, min_gain=_fraction(min_gain) or 0.0, budget_hours=budget,
-                             axes=variants_mod.axes_named(axes) if axes else variants_mod.AXES)
-        confirm_id = None if no_confirm else rounds.confirm(result)
+                             axes=searched)
+        confirm_id = None if no_confirm else rounds.confirm(result, searched)
     confirm_name = store.run(confirm_id).name if confirm_id else None
     path = best.stored_path_report(store, result, f"{tree.server} {tree.version}", confirm_name)
     print_terminal(path, out)
