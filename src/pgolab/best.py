@@ -424,8 +424,8 @@ class MatrixRounds:
         if (why := MEASURES[MODEL_FIGURE.mode].variant_unavailable(candidate)) is not None:
             return why
         if candidate.on_huge_pages:
-            return (f"huge pages change the TLB's work, which cost mode does not simulate (measure "
-                    f"{'_hugify' if candidate.hugify else '_hugetext'} in QPS)")
+            return ("huge pages change the TLB's work, which cost mode does not simulate (the QPS confirmation "
+                    "measures this axis on the winner)")
         return next((why for tree in self.request.sources
                      if (why := order_refusal(candidate, tree.server)) is not None), None)
 
