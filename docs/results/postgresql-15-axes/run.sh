@@ -13,5 +13,6 @@ PIECES=(postgresql-15-llvm19/results:pg15-llvm19-fbb18832
         postgresql-15-matrix-shards/merged:pg15-matrix-cost-merged
         postgresql-15-best/results:pg15-best-round1-216a7215
         postgresql-15-best/results:pg15-best-round2-0fbefc80
-        postgresql-15-best/results:pg15-best-confirm-39678a25)
+        postgresql-15-best/results:pg15-best-confirm-39678a25
+        postgresql-15-link-axes/results:pg15-link-axes-165519fd)
 axes_table "${PIECES[@]}"
