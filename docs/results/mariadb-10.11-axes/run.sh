@@ -9,7 +9,8 @@
 # rel_pgo_use and clang PGO+LTO; replicates; workloads; the .deb).
 PIECES=(mariadb-10.11-bolt/results:mariadb-bolt-870196ce
         mariadb-10.11-bolt-replicates/results:mariadb-bolt-replicates-cost-26cff411
-        mariadb-10.11-bolt-replicates/results:mariadb-bolt-replicates-qps-26cff411)
+        mariadb-10.11-bolt-replicates/results:mariadb-bolt-replicates-qps-26cff411
+        mariadb-10.11-hugetext/results:mariadb-hugetext-00960e14)
 for f in docs/results/mariadb-10.11-matrix/shard[0-9]*-*.run.gz docs/results/mariadb-10.11-layout/*.run.gz; do
   [ -f "$f" ] && PIECES+=("$f")
 done
