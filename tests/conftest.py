@@ -22,6 +22,12 @@ def pytest_configure(config):
     os.environ["PGOLAB_HOME"] = home
 
 
+def thp_enabled() -> bool:
+    """Whether the kernel gives anonymous memory transparent huge pages (what _hugetext's copy needs)."""
+    path = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    return path.exists() and "[never]" not in path.read_text()
+
+
 def need(program: str) -> None:
     """Skip the test when a program it runs is missing, naming the Debian package that provides it."""
     if shutil.which(program):

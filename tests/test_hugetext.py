@@ -11,7 +11,7 @@ from pgolab.stages.compile import object_compiles
 from pgolab.toolchains import Toolchain
 from pgolab.variants import FlagSet, HUGETEXT_SOURCE
 
-from conftest import need
+from conftest import need, thp_enabled
 
 # 6 MiB of no-ops between two functions, so that the code holds at least two whole 2 MiB pages; the
 # program calls both and reports the KiB of its executable mappings on huge pages (as smoke.py reads).
@@ -41,11 +41,6 @@ SUM = sum(3 * i + 1 + 5 * i + 2 for i in range(1000))
 TOOLCHAINS = [Toolchain("gcc", "gcc", "g++", "gcc-ar", "gcc-ranlib", "gcc-nm", None),
               Toolchain("clang", "clang-16", "clang++-16", "llvm-ar-16", "llvm-ranlib-16", "llvm-nm-16",
                         "llvm-profdata-16")]
-
-
-def thp_enabled() -> bool:
-    path = Path("/sys/kernel/mm/transparent_hugepage/enabled")
-    return path.exists() and "[never]" not in path.read_text()
 
 
 def hugetext_object(toolchain: Toolchain, tmp_path: Path) -> Path:

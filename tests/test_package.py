@@ -18,7 +18,7 @@ from pgolab.distribution import DistributionBuild, DroppedOption, tree_debian_ve
 from pgolab.errors import PgolabError
 from pgolab.targets.postgresql import debian_configure
 
-from conftest import need
+from conftest import need, thp_enabled
 from conftest import test_scratch as scratch_root  # (a test_* name here would be collected as a test)
 from debian_roots import answers, debian_root, in_root, pgolab, sha256
 
@@ -52,8 +52,7 @@ def test_a_debian_configured_build_is_a_drop_in_deb_and_a_tarball(pg_tree, tmp_p
     # Debian's build of the same server, which has one stub per library function it calls.
     assert any(n.startswith("libjemalloc.so") for n in elf.needed_libraries(binary))
     # _hugetext: the smoke test's server ran on a huge-page copy of its code, where the kernel allows it.
-    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
-    if thp.exists() and "[never]" not in thp.read_text():
+    if thp_enabled():
         assert record["huge_code_kib"] >= 2048, record["huge_code_kib"]
     log = (Path(record["logs"]) / "build.log").read_text(errors="replace")
     compiles = [line for line in log.splitlines() if " -c " in line and "postgres.c" in line]

@@ -58,30 +58,22 @@ class PrefixedReporter:
         self.inner.message(text)
 
 
-class ShownOnceReporter:
+class ShownOnceReporter(PrefixedReporter):
     """Passes a build's progress on, but not a second "up to date" line for a phase it has shown:
     a build run in two calls (its training first, then the rest) walks the first call's phases again."""
 
     def __init__(self, inner: Reporter):
-        self.inner, self.shown = inner, set()
+        super().__init__("", inner)
+        self.shown: set[str] = set()
 
     def phase_started(self, name, description):
         self.shown.add(name)
-        self.inner.phase_started(name, description)
+        super().phase_started(name, description)
 
     def phase_skipped(self, name, description):
         if name not in self.shown:
             self.shown.add(name)
-            self.inner.phase_skipped(name, description)
-
-    def phase_finished(self, name, seconds):
-        self.inner.phase_finished(name, seconds)
-
-    def progress(self, done, total):
-        self.inner.progress(done, total)
-
-    def message(self, text):
-        self.inner.message(text)
+            super().phase_skipped(name, description)
 
 
 def digest(*parts: object) -> str:

@@ -399,6 +399,14 @@ class FlagSet:
         # (Only when there are some: every earlier build's configure keeps its digest.)
         return {**flags, "objects": self.objects} if self.objects else flags
 
+    def add_object(self, path: str, source: str) -> None:
+        self.objects[path] = source
+        self.link.append(f"-Wl,{path}")
+
+    def object_link_flags(self) -> list[str]:
+        """The link flags that name pgolab's own objects (add_object's), for a recipe that passes them apart."""
+        return [f"-Wl,{path}" for path in self.objects]
+
 
 # The _hugetext axis: pgolab's C source (package data), and the object compiled from it beside the build folder.
 HUGETEXT_SOURCE = "pgolab_hugetext.c"
@@ -469,9 +477,7 @@ def flags_for(variant: Variant, toolchain, *, profile_dir: Path | None = None,
         # An object file named on the link line (through -Wl, so that a compile line ignores it):
         # its constructor runs in the program; PostgreSQL's link flags reach every compile and library
         # too. Beside the build folder, not in it: the profile check counts the objects in there.
-        path = str(build_dir.parent / HUGETEXT_OBJECT)
-        flags.link.append(f"-Wl,{path}")
-        flags.objects[path] = HUGETEXT_SOURCE
+        flags.add_object(str(build_dir.parent / HUGETEXT_OBJECT), HUGETEXT_SOURCE)
     if variant.bolt:
         flags.compile += list(family.bolt_flags)
         flags.link += BOLT_LINK_FLAGS

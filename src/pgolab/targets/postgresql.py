@@ -208,7 +208,7 @@ class PostgreSQLTarget:
 
     def make_vars(self, flags: FlagSet, build_dir: Path) -> list[str]:
         folder = tree_folder_of(build_dir)
-        objects = [f for f in flags.link if f.removeprefix("-Wl,") in flags.objects]
+        objects = flags.object_link_flags()
         flags = replace(flags, link=[f for f in flags.link if f not in objects])
         make_vars = [f"COPT={folder_by_variable(copt(flags), folder)}" + (f" $({OBJECTS_VARIABLE})" if objects else ""),
                      *folder_variable_evals(folder), *objects_variable_evals(objects), RECORDED_LDFLAGS]
