@@ -293,6 +293,10 @@ def test_link_and_runtime_axes_name_their_flags_and_share_the_instrumented_build
     # Compile flags are part of what the profile was trained on; link-only choices are not.
     assert v.instrumented().name == "rel_lto_pgo_gen_clang_noplt_nosi"
     assert variants.parse("rel_pgo_use_tcmalloc").instrumented() == variants.parse("rel_pgo_use").instrumented()
+    # ... and so is their training: one profile serves the twins, which then differ in the link alone.
+    assert v.profile_source().name == "rel_lto_pgo_use_clang_noplt_nosi"
+    assert variants.parse("rel_pgo_use_static_tcmalloc").profile_twin() == variants.parse("rel_pgo_use")
+    assert variants.parse("rel_o2nofp_jemalloc").profile_twin() is None
     assert variants.flags_for(variants.parse("rel_mimalloc"), GCC).link == [
         "-Wl,--push-state,--no-as-needed,-lmimalloc,--pop-state"]
 

@@ -118,9 +118,9 @@ class Variant:
         context-sensitive one, whose own is the shared _pgo_gen build."""
         pgo = "csgen" if self.cs else "gen"
         # The axes that only read a profile, and the link-only ones, compile the same instrumented
-        # code: they share the instrumented build without them. _order does not: its instrumented
-        # build also records when each function first ran.
-        return replace(self.profile_source(), pgo=pgo, partial=False, cs=False, static_rt=False, allocator="")
+        # code: they share the instrumented build without them (profile_source). _order does not: its
+        # instrumented build also records when each function first ran.
+        return replace(self.profile_source(), pgo=pgo, partial=False, cs=False)
 
     @property
     def on_huge_pages(self) -> bool:
@@ -130,10 +130,12 @@ class Variant:
 
     def profile_source(self) -> "Variant":
         """The build whose training writes the profile this one reads: the same build without the axes
-        that only read a profile (BOLT's layout, function splitting, hot/cold sections) and without
-        _hugetext (the same compiled code, one object more at the link), so that twins differ in those
-        axes alone and one training serves them all. Itself when it has none."""
-        return replace(self, bolt=False, hugify=False, split=False, hotcold=False, hugetext=False)
+        that only read a profile (BOLT's layout, function splitting, hot/cold sections) and without the
+        link-only ones (_hugetext, the static runtime, the allocator: the same instrumented code, which
+        the training counts, linked with other objects or libraries that are not instrumented), so that
+        twins differ in those axes alone and one training serves them all. Itself when it has none."""
+        return replace(self, bolt=False, hugify=False, split=False, hotcold=False, hugetext=False,
+                       static_rt=False, allocator="")
 
     def profile_twin(self) -> "Variant | None":
         """The build whose profile this PGO build compiles with when that is another build's (its

@@ -1,12 +1,18 @@
 #!/bin/bash
-# Issue 9's optional axis: clang context-sensitive PGO (_cs) on PostgreSQL 15, beside the same builds
-# without it, in cost mode on the full suite. The other builds are the PostgreSQL 15 matrix's (same
-# pgolab home: found up to date); on a machine without them they are built here. Resumable; the run
-# is named after its binaries.
+# Issue 35's last axis not measured on PostgreSQL 15 (Debian 12's 15.18 tree): clang context-sensitive
+# PGO (_cs: a second instrumented build, compiled with the first profile, trained again, both profiles
+# merged), added to clang PGO+ThinLTO (LLVM 16) rel_lto_pgo_use_clang. Beside it, jemalloc's QPS, the
+# one link axis measured on PostgreSQL in cost alone (../postgresql-15-best): rel_lto_pgo_use_clang_jemalloc
+# compiles with the base's profile, so that pair differs in the link alone. One stored run, quick suite,
+# 1 thread, the options of ../postgresql-15-link-axes: cost with all the events, then QPS (2 instances
+# of 3 paired 2-second blocks per test). Resumable: run it again; a rebuild (new machine) starts a run
+# of its own.
+#   bash docs/results/queue.sh postgresql-15-cspgo
 . "$(dirname "$0")/../proof-env.sh"
 S=$($P source postgresql --version 15)
-V=(rel_pgo_use_clang rel_pgo_use_cs_clang rel_lto_pgo_use_clang rel_lto_pgo_use_cs_clang)
-$P build "$S" --variant rel_o2nofp $(printf -- '--variant %s ' "${V[@]}") </dev/null
+B=rel_lto_pgo_use_clang
+VARIANTS=$B,rel_lto_pgo_use_cs_clang,${B}_jemalloc
+$P matrix "$S" --variants $VARIANTS --base $B --measure cost,qps --suite quick --cost-jobs 2 \
+  --seconds 2 --instances 2 --blocks 3 --run 'pg15-cspgo-{binaries}' \
+  --store $OUT/results.sqlite --out $OUT/report </dev/null > $OUT/report.txt
 $P builds --markdown --server postgresql-15 > $OUT/builds.md
-$P bench --source "$S" --base rel_o2nofp $(printf -- '--variant %s ' "${V[@]}") --suite full --measure cost \
-  --run 'pg15-cspgo-cost-{binaries}' --store $OUT/results.sqlite --out $OUT/report </dev/null > $OUT/report.txt

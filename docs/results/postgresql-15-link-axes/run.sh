@@ -7,8 +7,9 @@
 # cannot see it: it stands aside under valgrind, which simulates no TLB). One stored run, quick suite, 1 thread: cost with all the events, then QPS
 # (2 instances of 3 paired 2-second blocks per test). The report pairs each build with its twin on the
 # axis it adds. _noplt and _nosi change the instrumented code, so each has its own instrumented build
-# and training; _static and the allocators train the base's instrumented build again; _hugetext
-# compiles with the base's profile. Resumable: run
+# and training; _static, the allocators and _hugetext compile with the base's profile (the committed
+# run, made before that change, trained the base's instrumented build again for _static and the
+# allocators: run again, they are other binaries, in a run of their own). Resumable: run
 # it again; a rebuild (new machine) starts a run of its own.
 #   bash docs/results/queue.sh postgresql-15-link-axes
 . "$(dirname "$0")/../proof-env.sh"
