@@ -279,10 +279,11 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     from pgolab import report
     from pgolab.store import Store
     assert [r.name for r in Store(store).runs()] == [run_dirs[0].name], "the same binaries continue their run"
-    # --profiles: each training this machine did, kept once (the gcc base's, and the one the clang build's
-    # BOLT twin compiles with, its profile source's), for another machine to build the same binaries from.
+    # --profiles: each training this machine did, kept once (the gcc base's, the one the clang build's
+    # BOLT twin compiles with, its profile source's, and BOLT's of the clang build), for another machine
+    # to build the same binaries from.
     kept = {profile_file.read_identity(f).trained_build for f in (tmp_path / "profiles").iterdir()}
-    assert kept == {MATRIX_BASE, parse(MATRIX_VARIANT).profile_source().name}, kept
+    assert kept == {MATRIX_BASE, parse(MATRIX_VARIANT).profile_source().name, MATRIX_VARIANT}, kept
     assert "(kept before)" in output
     timing = (tmp_path / "report" / "matrix-timing.jsonl").read_text().splitlines()
     assert len(timing) == 1 and json.loads(timing[0])["built_now"] == 0   # the killed invocation logged none
@@ -317,6 +318,25 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     # give one binary.
     note = elf.section_text(Path(record.server_binary), ".note.bolt_info")
     assert "llvm-bolt" in note and os.environ["PGOLAB_HOME"] not in note, note
+    # BOLT's profile travels too: a machine that compiled the same binary but never instrumented it reads
+    # BOLT's profile from the folder instead of training, and lays out the same binary, so the run goes
+    # on (here: this build with its BOLT stage forgotten and its compiled server put back).
+    import shutil
+
+    from pgolab.phases import PhaseState
+    bolt_dir = record.dir / "final" / "bolt"
+    shutil.copy2(bolt_dir / "input", record.server_binary)
+    shutil.rmtree(bolt_dir)
+    state = PhaseState(record.dir / "state.json")
+    state.forget_from("bolt-instrument", list(state.phases))
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "no instrumentation or training here" in " ".join((again.stdout + again.stderr).split())
+    laid_out = BuildRecord.find(MATRIX_VARIANT, pg_tree.path)
+    assert laid_out.binary_digest == record.binary_digest, "BOLT from the kept profile: another binary"
+    assert laid_out.bolt["bolt-merge"]["imported"] and \
+        laid_out.bolt["bolt-merge"]["branch_count"] == record.bolt["bolt-merge"]["branch_count"]
+    assert [r.name for r in Store(store).runs()] == [run_dirs[0].name], "the same binaries continue their run"
     if not WITH_CS:
         # The layout axes: cold blocks split off and hot/cold sections kept apart before BOLT, whose
         # hugify runtime starts the (answering) server.
@@ -331,7 +351,6 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     # tree at another path. clang names PostgreSQL's static functions by absolute path: the import moves
     # those names onto the copy (else none of them would get counts, silently), and the build reports
     # the share that applied, int4abs changed.
-    import shutil
     # (The twin ran only up to its merged profile, for its _bolt build: `profile make` finds that up to date.)
     twin = parse(MATRIX_VARIANT).profile_source().name
     exported = tmp_path / "twin.profile.tgz"

@@ -155,3 +155,41 @@ def test_profile_make_refuses_a_variant_that_trains_no_profile_of_its_own(tmp_pa
     with pytest.raises(PgolabError) as err:
         train_profile(request, tmp_path / "p.tgz")
     assert hint in err.value.hint and not (tmp_path / "p.tgz").exists()
+
+
+def test_bolt_s_profile_is_kept_once_and_read_only_for_the_very_input_it_counted(tmp_path):
+    """A _bolt build's BOLT profile in a folder of profiles (stages/bolt): found by the digest of the
+    linked binary BOLT instrumented, kept once, never taken for a compiler's profile."""
+    from pgolab.profiles.bolt import MERGED_FDATA, BoltProfile
+    tool = BoltProfile("llvm-bolt", "merge-fdata")
+    profile = tmp_path / "bolt" / "profile"
+    profile.mkdir(parents=True)
+    assert tool.read_files(profile) == []
+    (profile / "prof.123.fdata").write_text("raw, not shipped\n")
+    (profile / MERGED_FDATA).write_text("1 main 10 1 main 20 0 7\n")
+    template = expected(instrumented_variant="rel_pgo_use_bolt", compiler={"llvm-bolt": "16.0.6", "instrument_calls": True},
+                        training="mix (150s)", training_digest="11" * 8, trained_build="rel_pgo_use_bolt")
+    mine = profile_file.ProfileIdentity(**(template.as_dict() | {"bolt_input": "aa" * 32, "source_version": "15.18"}))
+    folder = tmp_path / "profiles"
+    files = tool.read_files(profile)
+
+    def write_to(out):
+        return profile_file.write_as(out, files, mine, "rel_pgo_use_bolt's BOLT training",
+                                     bolt_adjustments={"skipped_functions": ["f"], "added_options": []})
+    said = profile_file.keep(folder, mine, files, write_to)
+    (kept,) = folder.iterdir()
+    assert said == f"profile: {kept}" and kept.name.startswith("postgresql-15.18-rel_pgo_use_bolt-")
+    assert profile_file.keep(folder, mine, files, write_to) == f"profile: {kept} (kept before)"
+    identity = profile_file.find(folder, mine).identity
+    assert identity.bolt_input == "aa" * 32 and identity.bolt_adjustments["skipped_functions"] == ["f"]
+    assert profile_file.find(folder, profile_file.ProfileIdentity(**(mine.as_dict() | {"bolt_input": "bb" * 32}))).path is None
+    # Another machine's training of the same input reached the folder first: that one stays.
+    (profile / MERGED_FDATA).write_text("1 main 10 1 main 20 0 8\n")
+    assert "not kept" in profile_file.keep(folder, mine, tool.read_files(profile), write_to)
+    target = tmp_path / "elsewhere"
+    assert profile_file.unpack(kept, mine, tool, target) == identity
+    assert [p.name for p in target.iterdir()] == [MERGED_FDATA]
+    # Not a compiler's profile: a PGO build finds none in the folder, and one given the file is told what it is.
+    assert profile_file.find(folder, expected(training_digest="11" * 8, trained_build="rel_pgo_use_bolt")).path is None
+    with pytest.raises(PgolabError, match="BOLT's profile of rel_pgo_use_bolt, not a compiler's"):
+        profile_file.unpack(kept, expected(), GccProfile(), tmp_path / "gcc")

@@ -67,6 +67,9 @@ class BuildRequest:
     replicate: int = 1
     # Storage-engine plugins built beside the server (MariaDB's rocksdb); the build is labelled +NAME.
     engines: tuple[str, ...] = ()
+    # A folder of profile files (matrix --profiles): a _bolt build keeps BOLT's profile there as it is
+    # merged, and one that has not instrumented its input here reads it from there (stages/bolt).
+    profiles: Path | None = None
 
     def __post_init__(self):
         # One build whatever the spelling or repetition of its engines: one name, one digest.
@@ -253,13 +256,23 @@ class Pipeline:
 
     def bolt_context(self) -> BoltContext:
         servers = self.servers
+        tool = bolt_profile(servers.installation("final").forks_backends, self.toolchain.family.llvm_version,
+                            hugify=self.variant.hugify)
         return BoltContext(
-            dir=self.layout.bolt_dir, installed=self.target.server_binary(self.layout.install_dir),
-            tool=bolt_profile(servers.installation("final").forks_backends, self.toolchain.family.llvm_version,
-                              hugify=self.variant.hugify),
+            dir=self.layout.bolt_dir, installed=self.target.server_binary(self.layout.install_dir), tool=tool,
             sealed_digest=self.read_sealed(),
             state_file=self.layout.state_file, train=self.request.train, runner=self.runners, servers=servers,
-            reporter=self.reporter)
+            reporter=self.reporter, profiles=self.request.profiles,
+            expected=self.expected_bolt_profile(tool) if self.request.profiles is not None else None)
+
+    def expected_bolt_profile(self, tool) -> profile_file.ProfileIdentity:
+        """What a BOLT profile file must be made from for this build's BOLT stage to read it, but for the
+        digest of its input (the stage's): the same build's BOLT training, with the same BOLT."""
+        request, name = self.request, self.request.name
+        return replace(profile_file.expected_identity(
+            request.source.server, content_digest(request.source.path, self.source_digest), name,
+            tool.identity_versions(), request.train.label, request.train.digest(), name),
+            source_version=request.source.version, source_root=str(request.source.path))
 
     def smoke_context(self) -> SmokeContext:
         allocator = ALLOCATORS[self.variant.allocator].library if self.variant.allocator else None
@@ -437,20 +450,10 @@ def keep_profile(pipeline: Pipeline, folder: Path) -> str | None:
     if not files or not all(f.is_file() for f in files) \
             or raw_digest(pipeline.profile_dir, pipeline.profile_tool) != ready[PROFILE_READY].get("sealed"):
         return None
-    expected = pipeline.expected_profile()
-    found = profile_file.find(folder, expected)
-    own = files_digest(files)
-    if (kept := next((path for path, identity in found.matches if identity.profile_digest == own), None)) is not None:
-        return f"profile: {kept} (kept before)"
-    if found.identity is not None:
-        # Another machine's training of the same build reached the folder first: it stays the one
-        # that build is made from elsewhere; this binary is this machine's own.
-        return (f"profile: not kept; {found.path.name} holds another training of {expected.trained_build} "
-                f"(made by {found.identity.made_by}), which other machines compile with")
-    exporting = folder / f".{expected.trained_build}.{os.getpid()}.exporting"
     gen = f" of {owner.instrumented.variant.name}" if owner.instrumented is not None else ""
-    identity = _write_profile(pipeline, files, exporting, f"{expected.trained_build}'s training{gen}")
-    return f"profile: {exporting.replace(folder / profile_file.file_name(identity))}"
+    expected = pipeline.expected_profile()
+    return profile_file.keep(folder, expected, files,
+                             lambda out: _write_profile(pipeline, files, out, f"{expected.trained_build}'s training{gen}"))
 
 
 def _write_profile(pipeline: Pipeline, files: list[Path], out: Path, made_by: str) -> profile_file.ProfileIdentity:

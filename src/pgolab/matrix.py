@@ -251,7 +251,7 @@ def build_all(request: MatrixRequest, chosen: list[Variant],
         # (With --profiles a build runs in two calls, its training first: its phases are shown once.)
         reporter = ShownOnceReporter(progress.build_started(i, len(order), variant))
         build_request = BuildRequest(tree, variant, request.train, jobs=request.jobs,
-                                     use_ccache=request.use_ccache).replicate_of(k)
+                                     use_ccache=request.use_ccache, profiles=request.profiles).replicate_of(k)
         if tree.path not in tree_digests:      # (one walk of a tree per matrix, not two per build)
             tree_digests[tree.path] = tree_digest(tree.path)
         digest = tree_digests[tree.path]

@@ -1,6 +1,7 @@
 """A PGO build's training profile as a file: exported with what it was made from, checked and
 unpacked by a build that compiles with it instead of training (`pgolab profile export`,
-`pgolab build --profile FILE`).
+`pgolab build --profile FILE`). BOLT's profile of a `_bolt` build is one too (`bolt_input`): kept
+in and read from a folder of profiles (`pgolab matrix --profiles`) by the BOLT stage.
 
 The file is a gzipped tar: `pgolab-profile.json` (the identity below) and `profile/`, the merged
 profile's files as the profile tool reads them (gcc: one .gcda per object, named by the object's
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import tarfile
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Callable
 from pathlib import Path
 
 from .errors import PgolabError
@@ -57,6 +60,11 @@ class ProfileIdentity:
     # The build whose own training it is (rel_pgo_use, rel_pgo_use_partial+r2): builds that share an
     # instrumented build and a training spec still train apart. Empty in files written before it.
     trained_build: str = ""
+    # A BOLT profile's: the digest of the linked binary BOLT instrumented, which its counts belong to
+    # (empty: a compiler's profile); and what llvm-bolt's instrumentation asked for (stages/bolt
+    # Adjustments), which the layout starts with.
+    bolt_input: str = ""
+    bolt_adjustments: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -76,8 +84,8 @@ class ProfileIdentity:
         """The fields that make this profile unreadable for a build expecting `expected`. A stale
         profile (`--stale-profile`) may come from another tree of the same server: the compile then
         says how much of it still applies."""
-        checked = ("server", "instrumented_variant", "compiler") if stale else \
-            ("server", "source_digest", "instrumented_variant", "compiler")
+        checked = ("server", "instrumented_variant", "compiler", "bolt_input") if stale else \
+            ("server", "source_digest", "instrumented_variant", "compiler", "bolt_input")
         return [f"{name} (profile: {getattr(self, name)}, build: {getattr(expected, name)})"
                 for name in checked if getattr(self, name) != getattr(expected, name)]
 
@@ -176,6 +184,31 @@ def export(record: BuildRecord, instrumented_variant: str, tool: ProfileTool, pr
                  trained_build=trained_build)
 
 
+def keep(folder: Path, expected: ProfileIdentity, files: list[Path],
+         write_to: Callable[[Path], ProfileIdentity]) -> str:
+    """A profile trained here (`files`), written into `folder` once by `write_to`, for a build on another
+    machine to find (find) instead of training; what was done, for the build's progress. A file of
+    another training of the same build that reached the folder first stays: other machines read that one."""
+    found = find(folder, expected)
+    own = files_digest(files)
+    if (kept := next((path for path, identity in found.matches if identity.profile_digest == own), None)) is not None:
+        return f"profile: {kept} (kept before)"
+    if found.identity is not None:
+        return (f"profile: not kept; {found.path.name} holds another training of {expected.trained_build} "
+                f"(made by {found.identity.made_by}), which other machines read")
+    folder.mkdir(parents=True, exist_ok=True)
+    exporting = folder / f".{expected.trained_build}.{os.getpid()}.exporting"
+    identity = write_to(exporting)
+    return f"profile: {exporting.replace(folder / file_name(identity))}"
+
+
+def write_as(out: Path, files: list[Path], template: ProfileIdentity, made_by: str, **changes) -> ProfileIdentity:
+    """write() with the identity of `template` (an expected identity with what it lacks in `changes`)."""
+    fields = {k: v for k, v in template.as_dict().items() if k not in ("profile_digest", "files", "bytes", "made_by",
+                                                                       "format")}
+    return write(out, files, made_by=made_by, **(fields | changes))
+
+
 def write(out: Path, files: list[Path], *, made_by: str, **identity) -> ProfileIdentity:
     """The profile's files and their identity (what they were made from, `made_by` on this host) as
     one file at `out`: written whole or not at all."""
@@ -223,6 +256,10 @@ def unpack(path: Path, expected: ProfileIdentity, tool: ProfileTool, profile_dir
     """The profile into `profile_dir` (emptied first), after checking it belongs to this build;
     refused, naming the fields that differ, if it does not."""
     identity = read_identity(path)
+    if identity.bolt_input and not expected.bolt_input:
+        raise PgolabError(f"{path} holds BOLT's profile of {identity.trained_build}, not a compiler's",
+                          hint="a matrix or search reads it from its --profiles folder; give a PGO build's "
+                               "profile (pgolab profile export)")
     differing = identity.mismatch(expected, stale)
     if differing:
         another_tree = not stale and identity.mismatch(expected, stale=True) == []

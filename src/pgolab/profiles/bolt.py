@@ -155,6 +155,16 @@ class BoltProfile:
         return {"raw_files": len(files), "used_file": root.name, "branch_count": totals[root],
                 "merged": str(out)}
 
+    def read_files(self, profile_dir: Path) -> list[Path]:
+        """The merged profile llvm-bolt reads (what a folder of profiles keeps)."""
+        path = profile_dir / MERGED_FDATA
+        return [path] if path.is_file() else []
+
+    def identity_versions(self) -> dict:
+        """What a BOLT profile is read by and was instrumented with (a profile file's `compiler`): the
+        counts belong to the binary llvm-bolt -instrument wrote, which these decide with the input."""
+        return {"llvm-bolt": self.version(), "instrument_calls": self.instrument_calls}
+
     def digest(self, profile_dir: Path) -> str:
         path = profile_dir / MERGED_FDATA
         if not path.exists():

@@ -8,6 +8,11 @@ module's entry point; BOLT's profile tool is `profiles.bolt.BoltProfile`.
 
 Every BOLT phase starts from a copy of the server as the compile installed it (final/bolt/input),
 taken as the instrument phase starts: the compile knows nothing of BOLT.
+
+Given a folder of profiles (`pgolab matrix --profiles`), the merged profile is kept there as a
+profile file whose identity holds the input's digest; a machine that has not instrumented that
+input reads the file instead of instrumenting and training (the train and merge phases then take
+it as theirs), so a build that compiles to the same binary there is laid out into the same binary.
 """
 
 from __future__ import annotations
@@ -16,14 +21,16 @@ import filecmp
 import json
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .. import profile_file
 from ..errors import PgolabError
 from ..phases import Phase, Reporter
 from ..profiles import seal
-from ..profiles.bolt import BoltProfile, function_to_skip, option_to_add, parse_stats
+from ..profiles.bolt import BoltProfile, fdata_total, function_to_skip, option_to_add, parse_stats
 from ..runner import CommandResult, Runner
+from ..sources import file_digest
 from ..workloads import TrainingSpec
 from .context import RunnerFactory, SealedDigest, Serving
 from .pgo import train_into
@@ -49,6 +56,10 @@ class BoltContext:
     runner: RunnerFactory
     servers: Serving
     reporter: Reporter
+    # A folder of profile files (matrix --profiles), and what a BOLT profile of this build is made
+    # from there, but for its input's digest (ProfileIdentity.bolt_input, known once the compile ran).
+    profiles: Path | None = None
+    expected: profile_file.ProfileIdentity | None = None
 
 
 @dataclass
@@ -100,6 +111,8 @@ class BoltSteps:
         self.optimized = self.dir / "optimized"
         # What the instrument phase's failures called for (Adjustments): the optimize phase starts with it.
         self.adjustments_file = self.dir / "adjustments.json"
+        # Written when the instrument phase read the profile from a file instead: which, for which input.
+        self.imported_file = self.dir / "imported.json"
 
     def run_bolt(self, runner: Runner, argv: list[str], what: str,
                  start: Adjustments) -> tuple[CommandResult, Adjustments]:
@@ -138,6 +151,9 @@ class BoltSteps:
 
     def instrument(self) -> dict:
         self.keep_input()
+        self.imported_file.unlink(missing_ok=True)     # an earlier input's
+        if (imported := self.import_profile()) is not None:
+            return imported
         runner = self.ctx.runner("bolt-instrument")
         result, adjustments = self.run_bolt(runner, [self.tool.llvm_bolt, self.input.name, "-o",
                                                      self.instrumented.name,
@@ -151,7 +167,53 @@ class BoltSteps:
         shutil.copymode(self.input, self.instrumented)
         return {"instrumented_bytes": self.instrumented.stat().st_size, **adjustments.record()}
 
+    def expected_for_input(self) -> profile_file.ProfileIdentity | None:
+        if self.ctx.profiles is None or self.ctx.expected is None:
+            return None
+        return replace(self.ctx.expected, bolt_input=file_digest(self.input))
+
+    def import_profile(self) -> dict | None:
+        """The profile another machine's BOLT training of this very input kept in the folder of profiles,
+        unpacked in place of instrumenting and training here; None where there is none."""
+        expected = self.expected_for_input()
+        if expected is None:
+            return None
+        found = profile_file.find(self.ctx.profiles, expected)
+        for problem in found.unreadable:
+            self.ctx.reporter.message(f"--profiles: passed over {problem}")
+        if found.path is None:
+            return None
+        identity = profile_file.unpack(found.path, expected, self.tool, self.profile_dir)
+        adjustments = Adjustments(list(identity.bolt_adjustments.get("skipped_functions", [])),
+                                  list(identity.bolt_adjustments.get("added_options", [])))
+        adjustments.save(self.adjustments_file)
+        self.instrumented.unlink(missing_ok=True)
+        self.imported_file.write_text(json.dumps({"file": str(found.path), "input": expected.bolt_input,
+                                                  "made_by": identity.made_by}))
+        self.ctx.reporter.message(f"BOLT: profile read from {found.path.name} ({identity.made_by}): "
+                                  "no instrumentation or training here")
+        return {"imported": str(found.path), "made_by": identity.made_by, **adjustments.record()}
+
+    def imported(self) -> dict | None:
+        """What the instrument phase read from a file for the input as it is now, or None."""
+        if not self.imported_file.exists():
+            return None
+        data = json.loads(self.imported_file.read_text())
+        return data if data.get("input") == file_digest(self.input) else None
+
+    def keep_profile(self) -> str | None:
+        """This machine's BOLT training, merged, kept in the folder of profiles (profile_file.keep)."""
+        expected = self.expected_for_input()
+        files = self.tool.read_files(self.profile_dir)
+        if expected is None or not files:
+            return None
+        adjustments = Adjustments.load(self.adjustments_file).record()
+        return profile_file.keep(self.ctx.profiles, expected, files, lambda out: profile_file.write_as(
+            out, files, expected, f"{expected.trained_build}'s BOLT training", bolt_adjustments=adjustments))
+
     def train(self) -> dict:
+        if (imported := self.imported()) is not None:
+            return {"imported": imported["file"]}
         # A server finds its files relative to its own binary: PostgreSQL, configured for one fixed
         # prefix wherever it is built, finds lib/ and share/ beside bin/. So the instrumented copy
         # trains from beside the installed server, and goes when the training ends.
@@ -164,8 +226,15 @@ class BoltSteps:
             beside.unlink(missing_ok=True)
 
     def merge(self) -> dict:
+        if (imported := self.imported()) is not None:
+            merged = self.tool.read_files(self.profile_dir)
+            return {"imported": imported["file"], "branch_count": sum(fdata_total(f) for f in merged),
+                    "sealed": seal(self.profile_dir, self.tool)}
         result = self.tool.merge(self.profile_dir, self.ctx.runner("bolt-merge"))
-        return {**result, "sealed": seal(self.profile_dir, self.tool)}
+        sealed = seal(self.profile_dir, self.tool)
+        if (kept := self.keep_profile()) is not None:
+            self.ctx.reporter.message(f"BOLT {kept}")
+        return {**result, "sealed": sealed}
 
     def optimize(self) -> dict:
         self._require_input()
