@@ -13,8 +13,8 @@
 # stored matrix run named after its binaries, so running this again on the same machine goes on where
 # it stopped, and a new machine given the committed store reads every finished round from it and
 # builds only from the last one on. Its PGO builds compile from the profiles kept in profiles/ (commit
-# them with the store), so an unfinished round's PGO builds are the same binaries there; its BOLT
-# build is trained again, so that round starts a new run.
+# them with the store), and its BOLT build from BOLT's profile kept there, so an unfinished round's
+# builds are the same binaries there and its run goes on.
 . "$(dirname "$0")/../proof-env.sh"
 S=$($P source mariadb --version 10.11.18)
 BEST=($P best "$S" --axes clang19,split,hotcold,noplt,bolt --suite quick --cost-jobs 2 --cost-scale 0.25

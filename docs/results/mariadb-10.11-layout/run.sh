@@ -8,14 +8,15 @@
 # blocks per test), with Debian's mariadbd as a reference. Six builds (two instrumented, two trainings:
 # _split_hotcold reads the base's profile, _order_split_hotcold its _order twin's); estimated, not run:
 # two to three hours with the machine to itself (MariaDB's clang PGO+LTO build took 35.5 CPU min in
-# ../mariadb-10.11-workloads/builds.md). Resumable: run it again; a rebuild (new machine) starts a run
-# of its own.
+# ../mariadb-10.11-workloads/builds.md). Resumable: run it again. Each training is kept in profiles/ as
+# it is merged (commit it with the store): on a new machine the PGO builds compile from those files,
+# the same binaries where the builds are reproducible, so the run goes on there.
 . "$(dirname "$0")/../proof-env.sh"
 S=$($P source mariadb --version 10.11)
 B=rel_lto_pgo_use_clang19
 VARIANTS=$B,rel_lto_pgo_use_order_clang19,rel_lto_pgo_use_split_hotcold_clang19,rel_lto_pgo_use_order_split_hotcold_clang19
 $P matrix "$S" --variants $VARIANTS --base $B --measure cost,qps --suite quick --cost-jobs 2 --cost-scale 0.25 \
   --seconds 2 --instances 2 --blocks 3 --binary distro=/usr/sbin/mariadbd --run 'mariadb-layout-{binaries}' \
-  --store $OUT/results.sqlite --out $OUT/report </dev/null > $OUT/report.txt
+  --store $OUT/results.sqlite --out $OUT/report --profiles $OUT/profiles </dev/null > $OUT/report.txt
 $P builds --markdown --server mariadb-10.11 > $OUT/builds.md
 "$(dirname "$P")/python" "$PROOF_DIR/../layout-sections.py" "$S" ${VARIANTS//,/ } > $OUT/sections.txt

@@ -51,7 +51,7 @@ V=$($P variants --json | python3 -c 'import json,sys; print(",".join(v["name"] f
 V="$V,rel_pgo_use_bolt,rel_lto_pgo_use_clang_bolt"
 # profiles/: each PGO build's profile, kept as it is trained (commit it with the store): a shard this
 # machine did not finish goes on on another, whose PGO builds compile from these files (the same
-# binaries, so the same run) instead of training again; a _bolt build trains BOLT again there.
+# binaries, so the same run) instead of training again, and a _bolt build lays out from BOLT's kept profile.
 COMMON=(--variants "$V" --base rel_o2nofp --binary distro=/usr/sbin/mariadbd --shard "$STEP/$N" --store "$OUT/results.sqlite"
         --profiles "$OUT/profiles")
 # Each measure's run is exported as soon as it is done, and a measure whose file is committed is
