@@ -167,7 +167,7 @@ def test_bolt_s_profile_is_kept_once_and_read_only_for_the_very_input_it_counted
     assert tool.read_files(profile) == []
     (profile / "prof.123.fdata").write_text("raw, not shipped\n")
     (profile / MERGED_FDATA).write_text("1 main 10 1 main 20 0 7\n")
-    template = expected(instrumented_variant="rel_pgo_use_bolt", compiler={"llvm-bolt": "16.0.6", "instrument_calls": True},
+    template = expected(instrumented_variant="rel_pgo_use_bolt", compiler={"llvm-bolt": "16.0.6", "instrument": "-instrument --no-threads"},
                         training="mix (150s)", training_digest="11" * 8, trained_build="rel_pgo_use_bolt")
     mine = profile_file.ProfileIdentity(**(template.as_dict() | {"bolt_input": "aa" * 32, "source_version": "15.18"}))
     folder = tmp_path / "profiles"
@@ -193,3 +193,29 @@ def test_bolt_s_profile_is_kept_once_and_read_only_for_the_very_input_it_counted
     assert profile_file.find(folder, expected(training_digest="11" * 8, trained_build="rel_pgo_use_bolt")).path is None
     with pytest.raises(PgolabError, match="BOLT's profile of rel_pgo_use_bolt, not a compiler's"):
         profile_file.unpack(kept, expected(), GccProfile(), tmp_path / "gcc")
+
+
+def test_a_bolt_profile_read_for_one_training_is_not_taken_for_another(tmp_path):
+    """stages/bolt: the instrument phase's import holds for the input and training it was read for; a
+    build without PGO whose training changes re-runs its BOLT training alone, and must not lay out with
+    the profile read for the old one."""
+    import json
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from pgolab.stages.bolt import BoltSteps
+    bolt = tmp_path / "final" / "bolt"
+    bolt.mkdir(parents=True)
+    (bolt / "input").write_bytes(b"\x7fELF the linked server")
+    from pgolab.sources import file_digest
+    mine = expected(training_digest="11" * 8, trained_build="rel_o2nofp_bolt")
+    steps = BoltSteps(SimpleNamespace(dir=bolt, tool=None, profiles=tmp_path / "profiles", expected=mine))
+    assert steps.imported() is None
+    (bolt / "imported.json").write_text(json.dumps({"file": "f", "input": file_digest(bolt / "input"),
+                                                    "training_digest": "11" * 8, "profile_digest": "p", "made_by": "m"}))
+    assert steps.imported()["file"] == "f"
+    steps.ctx.expected = replace(mine, training_digest="22" * 8)
+    assert steps.imported() is None
+    steps.ctx.expected = mine
+    (bolt / "input").write_bytes(b"\x7fELF another compile")
+    assert steps.imported() is None

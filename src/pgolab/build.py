@@ -30,7 +30,7 @@ from .profiles.bolt import bolt_profile
 from .record import RECORD_FILE, BuildRecord, SourceInfo
 from .runner import Runner, home_runner
 from .sources import SourceTree, content_digest, file_digest, tree_digest
-from .stages.bolt import BoltContext, bolt_phases
+from .stages.bolt import BoltContext, bolt_phases, keep_bolt_profile
 from .stages.compile import CompileContext, compile_phases
 from .stages.context import Runners, SealedDigest, Servers
 from .stages.pgo import PROFILE_IMPORT, PROFILE_READY, TRAINING_PHASES, PgoContext, pgo_phases
@@ -264,6 +264,14 @@ class Pipeline:
             state_file=self.layout.state_file, train=self.request.train, runner=self.runners, servers=servers,
             reporter=self.reporter, profiles=self.request.profiles,
             expected=self.expected_bolt_profile(tool) if self.request.profiles is not None else None)
+
+    def keep_bolt_profile(self) -> str | None:
+        """BOLT's profile trained here, kept in the request's folder of profiles if it is not there yet
+        (its merge keeps it; this also keeps one merged before the build was given the folder)."""
+        if not self.variant.bolt or self.request.profiles is None:
+            return None
+        merged = PhaseState(self.layout.state_file).phases.get("bolt-merge")
+        return keep_bolt_profile(self.bolt_context(), merged) if merged else None
 
     def expected_bolt_profile(self, tool) -> profile_file.ProfileIdentity:
         """What a BOLT profile file must be made from for this build's BOLT stage to read it, but for the

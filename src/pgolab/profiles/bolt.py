@@ -163,7 +163,9 @@ class BoltProfile:
     def identity_versions(self) -> dict:
         """What a BOLT profile is read by and was instrumented with (a profile file's `compiler`): the
         counts belong to the binary llvm-bolt -instrument wrote, which these decide with the input."""
-        return {"llvm-bolt": self.version(), "instrument_calls": self.instrument_calls}
+        where = Path("/")     # the profile's path is this machine's: not part of what was instrumented
+        return {"llvm-bolt": self.version(), "instrument": " ".join(
+            f for f in self.generate_flags(where, where) if not f.startswith("--instrumentation-file="))}
 
     def digest(self, profile_dir: Path) -> str:
         path = profile_dir / MERGED_FDATA

@@ -27,7 +27,7 @@ from pathlib import Path
 from .. import profile_file
 from ..errors import PgolabError
 from ..phases import Phase, Reporter
-from ..profiles import seal
+from ..profiles import files_digest, raw_digest, seal
 from ..profiles.bolt import BoltProfile, fdata_total, function_to_skip, option_to_add, parse_stats
 from ..runner import CommandResult, Runner
 from ..sources import file_digest
@@ -88,6 +88,16 @@ class Adjustments:
 def bolt_phases(ctx: BoltContext) -> list[Phase]:
     """The BOLT phases that follow a `_bolt` variant's install (and profile check)."""
     return BoltSteps(ctx).phases()
+
+
+def keep_bolt_profile(ctx: BoltContext, merged: dict) -> str | None:
+    """A BOLT training merged here (`merged`: its bolt-merge record) kept in the folder of profiles, if it
+    is not there yet: for one merged before the build was given the folder. None: nothing to keep (no
+    folder, an imported profile, or one written to since its merge)."""
+    steps = BoltSteps(ctx)
+    if merged.get("imported") or not steps.input.exists() or merged.get("sealed") != raw_digest(steps.profile_dir, steps.tool):
+        return None
+    return steps.keep_profile()
 
 
 def bolt_failure_hint(returncode: int, otherwise: str) -> str:
@@ -151,9 +161,13 @@ class BoltSteps:
 
     def instrument(self) -> dict:
         self.keep_input()
-        self.imported_file.unlink(missing_ok=True)     # an earlier input's
-        if (imported := self.import_profile()) is not None:
+        earlier = self.marker()    # what an earlier run of this phase read: the same file again, if it is there
+        self.imported_file.unlink(missing_ok=True)
+        if (imported := self.import_profile(Path(earlier["file"]) if earlier else None)) is not None:
             return imported
+        return self.instrument_input()
+
+    def instrument_input(self) -> dict:
         runner = self.ctx.runner("bolt-instrument")
         result, adjustments = self.run_bolt(runner, [self.tool.llvm_bolt, self.input.name, "-o",
                                                      self.instrumented.name,
@@ -172,33 +186,45 @@ class BoltSteps:
             return None
         return replace(self.ctx.expected, bolt_input=file_digest(self.input))
 
-    def import_profile(self) -> dict | None:
-        """The profile another machine's BOLT training of this very input kept in the folder of profiles,
-        unpacked in place of instrumenting and training here; None where there is none."""
+    def import_profile(self, prefer: Path | None) -> dict | None:
+        """The profile another machine's BOLT training of this very input and training kept in the folder
+        of profiles, unpacked in place of instrumenting and training here; None where there is none (or
+        it cannot be read: this machine trains instead). Of several, `prefer` (the one read before)."""
         expected = self.expected_for_input()
         if expected is None:
             return None
-        found = profile_file.find(self.ctx.profiles, expected)
-        for problem in found.unreadable:
+        found = profile_file.find(self.ctx.profiles, expected, prefer=prefer)
+        problems = list(found.unreadable)
+        identity = None
+        if found.path is not None:
+            try:
+                identity = profile_file.unpack(found.path, expected, self.tool, self.profile_dir)
+            except PgolabError as exc:     # damaged in transfer: passed over, not fatal
+                problems.append(f"{found.path.name}: {exc}")
+        for problem in problems:
             self.ctx.reporter.message(f"--profiles: passed over {problem}")
-        if found.path is None:
+        if identity is None:
             return None
-        identity = profile_file.unpack(found.path, expected, self.tool, self.profile_dir)
         adjustments = Adjustments(list(identity.bolt_adjustments.get("skipped_functions", [])),
                                   list(identity.bolt_adjustments.get("added_options", [])))
         adjustments.save(self.adjustments_file)
         self.instrumented.unlink(missing_ok=True)
-        self.imported_file.write_text(json.dumps({"file": str(found.path), "input": expected.bolt_input,
-                                                  "made_by": identity.made_by}))
+        self.imported_file.write_text(json.dumps({
+            "file": str(found.path), "input": expected.bolt_input, "training_digest": expected.training_digest,
+            "profile_digest": identity.profile_digest, "made_by": identity.made_by}))
         self.ctx.reporter.message(f"BOLT: profile read from {found.path.name} ({identity.made_by}): "
                                   "no instrumentation or training here")
         return {"imported": str(found.path), "made_by": identity.made_by, **adjustments.record()}
 
+    def marker(self) -> dict | None:
+        return json.loads(self.imported_file.read_text()) if self.imported_file.exists() else None
+
     def imported(self) -> dict | None:
-        """What the instrument phase read from a file for the input as it is now, or None."""
-        if not self.imported_file.exists():
+        """What the instrument phase read from a file, if it was for the input and the training as they
+        are now (a build without PGO re-runs its BOLT training alone when the training changes), else None."""
+        data = self.marker()
+        if data is None or self.ctx.expected is None or data.get("training_digest") != self.ctx.expected.training_digest:
             return None
-        data = json.loads(self.imported_file.read_text())
         return data if data.get("input") == file_digest(self.input) else None
 
     def keep_profile(self) -> str | None:
@@ -214,6 +240,10 @@ class BoltSteps:
     def train(self) -> dict:
         if (imported := self.imported()) is not None:
             return {"imported": imported["file"]}
+        if not self.instrumented.exists():
+            # The instrument phase read a file for another training, and left no instrumented copy.
+            self.imported_file.unlink(missing_ok=True)
+            self.instrument_input()
         # A server finds its files relative to its own binary: PostgreSQL, configured for one fixed
         # prefix wherever it is built, finds lib/ and share/ beside bin/. So the instrumented copy
         # trains from beside the installed server, and goes when the training ends.
@@ -227,14 +257,21 @@ class BoltSteps:
 
     def merge(self) -> dict:
         if (imported := self.imported()) is not None:
-            merged = self.tool.read_files(self.profile_dir)
-            return {"imported": imported["file"], "branch_count": sum(fdata_total(f) for f in merged),
-                    "sealed": seal(self.profile_dir, self.tool)}
+            if files_digest(self.tool.read_files(self.profile_dir)) != imported["profile_digest"]:
+                # Written to since it was read (a server of a killed run): read again from the file.
+                profile_file.unpack(Path(imported["file"]), replace(self.ctx.expected, bolt_input=imported["input"]),
+                                    self.tool, self.profile_dir)
+            return {"imported": imported["file"], "made_by": imported["made_by"],
+                    "merged_branch_count": self.merged_branch_count(), "sealed": seal(self.profile_dir, self.tool)}
         result = self.tool.merge(self.profile_dir, self.ctx.runner("bolt-merge"))
         sealed = seal(self.profile_dir, self.tool)
         if (kept := self.keep_profile()) is not None:
             self.ctx.reporter.message(f"BOLT {kept}")
-        return {**result, "sealed": sealed}
+        # (branch_count is the training's file's; merge-fdata's output, which llvm-bolt reads, counts fewer.)
+        return {**result, "merged_branch_count": self.merged_branch_count(), "sealed": sealed}
+
+    def merged_branch_count(self) -> int:
+        return sum(fdata_total(f) for f in self.tool.read_files(self.profile_dir))
 
     def optimize(self) -> dict:
         self._require_input()
@@ -250,9 +287,11 @@ class BoltSteps:
                               hint=bolt_failure_hint(result.returncode, "run the build again: the BOLT training "
                                                      "is repeated when its input changes"))
         if stats.profiled == 0 or stats.reordered == 0:
+            imported = self.imported()
             raise PgolabError(f"BOLT did not use the profile: {stats.describe()}", log=runner.log_path,
-                              hint="the profile must come from this build's instrumented binary; "
-                                   f"delete {self.dir} and build again")
+                              hint=f"the profile read from {imported['file']} does not fit: remove that file and "
+                                   "run again" if imported else "the profile must come from this build's "
+                                   f"instrumented binary; delete {self.dir} and build again")
         # llvm-bolt 16 left its output at mode 0777 here (under umask 022): the installed server keeps
         # the compile's mode instead.
         shutil.copymode(self.input, self.optimized)
@@ -282,6 +321,8 @@ class BoltSteps:
             Phase("bolt-merge", "BOLT: merge the .fdata profile", None, self.merge),
             Phase("bolt-optimize", "BOLT: lay out the server with the profile",
                   lambda: {"options": self.optimize_options(),
-                           "profile": self.ctx.sealed_digest(self.profile_dir, self.tool, "bolt-train")},
+                           # A refused seal repeats what made the profile: the training, or the import.
+                           "profile": self.ctx.sealed_digest(self.profile_dir, self.tool, "bolt-instrument"
+                                                             if self.imported() else "bolt-train")},
                   self.optimize),
         ]
