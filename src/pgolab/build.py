@@ -220,7 +220,7 @@ class Pipeline:
     def pgo_context(self) -> PgoContext:
         owner = self.profile_owner
         # A profile comes from a file (--profile) or a training, decided once by the chain; the build
-        # that reads it makes it unless it has a profile twin (_bolt, _split, _hotcold), which does.
+        # that reads it makes it unless it has a profile twin (Variant.profile_source), which does.
         imports, makes = self.chain.imports, owner is self
         expected = self.expected_profile() if imports and makes else None
         return PgoContext(

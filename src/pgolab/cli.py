@@ -234,9 +234,10 @@ ENGINE_OPTION = typer.Option([], "--engine", metavar="NAME",
                              help="also build this storage-engine plugin (MariaDB: rocksdb), which the training "
                                   "covers; labelled +NAME (repeatable)")
 PROFILES_OPTION = typer.Option(None, "--profiles", metavar="DIR", file_okay=False,
-                               help="a folder of PGO profiles: a PGO build another machine trained the same way "
-                                    "compiles with its profile there (the same binary, so a run begun there "
-                                    "goes on here); one trained here is exported into it")
+                               help="a folder of PGO and BOLT profiles: a PGO build another machine trained the "
+                                    "same way compiles with its profile there, and a _bolt build whose compile "
+                                    "gave the binary BOLT instrumented there lays out with BOLT's (the same "
+                                    "binary, so a run begun there goes on here); one trained here is kept in it")
 REPLICATES_OPTION = typer.Option(1, "--replicates", metavar="N",
                                  help="N independent builds of each variant (labelled V, V+r2, ...): another "
                                       "training seed for PGO, another code layout for every build; a report "

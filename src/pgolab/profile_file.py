@@ -146,7 +146,7 @@ def instrumented_name(variant, distribution, engines=()) -> str:
 
 def require_own_profile(variant, name: str, command) -> None:
     """A profile file holds a PGO build's own training: refused for a build that reads no profile,
-    or (a _bolt, _split or _hotcold build) reads its twin's. `command(variant name)` is the command
+    or (a _bolt, _split, _hotcold build, or one with a link-only axis) reads its twin's. `command(variant name)` is the command
     the hint gives."""
     if not variant.reads_profile:
         raise PgolabError(f"{name} ({variant.name}) is not a PGO build: it reads no profile",
