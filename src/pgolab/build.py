@@ -25,7 +25,7 @@ from .distribution import DistributionBuild
 from .errors import PgolabError
 from .layout import BuildLayout, stop_leftover_processes, variant_dir
 from .phases import Phase, PhaseEngine, PhaseState, QuietReporter, Reporter, digest
-from .profiles import files_digest, raw_digest, sealed_digest
+from .profiles import raw_digest, sealed_digest
 from .profiles.bolt import bolt_profile
 from .record import RECORD_FILE, BuildRecord, SourceInfo
 from .runner import Runner, home_runner
@@ -460,8 +460,8 @@ def keep_profile(pipeline: Pipeline, folder: Path) -> str | None:
         return None
     gen = f" of {owner.instrumented.variant.name}" if owner.instrumented is not None else ""
     expected = pipeline.expected_profile()
-    return profile_file.keep(folder, expected, files,
-                             lambda out: _write_profile(pipeline, files, out, f"{expected.trained_build}'s training{gen}"))
+    made_by = f"{expected.trained_build}'s training{gen}"
+    return profile_file.keep(folder, expected, files, lambda out: _write_profile(pipeline, files, out, made_by))
 
 
 def _write_profile(pipeline: Pipeline, files: list[Path], out: Path, made_by: str) -> profile_file.ProfileIdentity:

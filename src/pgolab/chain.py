@@ -10,7 +10,8 @@ A context-sensitive variant (`_cs`) has a chain of two: its instrumented build i
 A `_bolt` PGO build compiles with the profile of its twin (the same build without `_bolt`), so
 that the two differ in BOLT's layout alone and one training serves both; so do the layout axes that
 only read a profile (`_split`, `_hotcold`) and the link-only ones (`_static`, the allocator,
-`_hugetext`): the twin is the build without them all (Variant.profile_source). The twin is run up to its merge; its instrumented build is this build's too.
+`_hugetext`): the twin is the build without them all (Variant.profile_source). The twin is run up
+to its merge; its instrumented build is this build's too.
 """
 
 from __future__ import annotations

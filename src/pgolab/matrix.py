@@ -99,8 +99,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 def training_groups(chosen: list[Variant]) -> list[list[Variant]]:
     """The builds that go together, most costly first (ties by name): a PGO variant and the builds
-    that read its profile (its _bolt, _split, _hotcold and link-only twins) share one training; any other build
-    stands alone."""
+    that read its profile (its _bolt, _split, _hotcold and link-only twins) share one training; any
+    other build stands alone."""
     groups: dict[str, list[Variant]] = {}
     for v in chosen:
         key = v.instrumented().name if v.reads_profile else v.name    # (twins share their source's)

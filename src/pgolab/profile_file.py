@@ -18,8 +18,8 @@ import os
 import tarfile
 import zlib
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 from pathlib import Path
+from typing import Callable
 
 from .errors import PgolabError
 from .host import Host
@@ -146,8 +146,8 @@ def instrumented_name(variant, distribution, engines=()) -> str:
 
 def require_own_profile(variant, name: str, command) -> None:
     """A profile file holds a PGO build's own training: refused for a build that reads no profile,
-    or (a _bolt, _split, _hotcold build, or one with a link-only axis) reads its twin's. `command(variant name)` is the command
-    the hint gives."""
+    or (a _bolt, _split, _hotcold build, or one with a link-only axis) reads its twin's.
+    `command(variant name)` is the command the hint gives."""
     if not variant.reads_profile:
         raise PgolabError(f"{name} ({variant.name}) is not a PGO build: it reads no profile",
                           hint=f"give a PGO build's, e.g. {command('rel_pgo_use')}")

@@ -95,7 +95,8 @@ def keep_bolt_profile(ctx: BoltContext, merged: dict) -> str | None:
     is not there yet: for one merged before the build was given the folder. None: nothing to keep (no
     folder, an imported profile, or one written to since its merge)."""
     steps = BoltSteps(ctx)
-    if merged.get("imported") or not steps.input.exists() or merged.get("sealed") != raw_digest(steps.profile_dir, steps.tool):
+    if merged.get("imported") or not steps.input.exists() \
+            or merged.get("sealed") != raw_digest(steps.profile_dir, steps.tool):
         return None
     return steps.keep_profile()
 
@@ -222,8 +223,8 @@ class BoltSteps:
     def imported(self) -> dict | None:
         """What the instrument phase read from a file, if it was for the input and the training as they
         are now (a build without PGO re-runs its BOLT training alone when the training changes), else None."""
-        data = self.marker()
-        if data is None or self.ctx.expected is None or data.get("training_digest") != self.ctx.expected.training_digest:
+        data, expected = self.marker(), self.ctx.expected
+        if data is None or expected is None or data.get("training_digest") != expected.training_digest:
             return None
         return data if data.get("input") == file_digest(self.input) else None
 
