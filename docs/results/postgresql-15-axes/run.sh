@@ -14,5 +14,6 @@ PIECES=(postgresql-15-llvm19/results:pg15-llvm19-fbb18832
         postgresql-15-best/results:pg15-best-round1-216a7215
         postgresql-15-best/results:pg15-best-round2-0fbefc80
         postgresql-15-best/results:pg15-best-confirm-39678a25
-        postgresql-15-link-axes/results:pg15-link-axes-165519fd)
+        postgresql-15-link-axes/results:pg15-link-axes-165519fd
+        postgresql-15-cspgo/results:pg15-cspgo-7f97a41c)
 axes_table "${PIECES[@]}"
