@@ -14,7 +14,7 @@
 # it stopped, and a new machine given the committed store reads every finished round from it and
 # builds only from the last one on. Its PGO builds compile from the profiles kept in profiles/ (commit
 # them with the store), and its BOLT build from BOLT's profile kept there, so an unfinished round's
-# builds are the same binaries there and its run goes on.
+# builds are the same binaries there (where the builds are reproducible) and its run goes on.
 . "$(dirname "$0")/../proof-env.sh"
 S=$($P source mariadb --version 10.11.18)
 BEST=($P best "$S" --axes clang19,split,hotcold,noplt,bolt --suite quick --cost-jobs 2 --cost-scale 0.25
