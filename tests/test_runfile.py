@@ -149,3 +149,29 @@ def test_a_damaged_or_conflicting_file_is_refused_whole(tmp_path, monkeypatch):
     broken[10] = 0x07      # the first deflate block's type made invalid: zlib's own error, not gzip's
     with pytest.raises(PgolabError, match="not a pgolab run file: Error -3 while decompressing data: invalid block"):
         runfile.decoded(bytes(broken), "a worker's run file", hint="install the same pgolab")
+
+
+def test_the_profiles_a_run_file_brings_are_a_folder_of_profiles(tmp_path, monkeypatch):
+    """`pgolab import` of a file exported --with-profiles: each profile lands where `--profiles` finds it
+    for the build that trained it (the matrix or search command run again on this machine)."""
+    import base64
+
+    from pgolab import profile_file
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    first = Store(tmp_path / "first.sqlite")
+    run(first, tmp_path, FakeCost())
+    content = runfile.decoded(runfile.exported(first, "travel")[0], "travel")
+    trained = tmp_path / "trained"
+    trained.mkdir()
+    (trained / "default.profdata").write_bytes(b"counts")
+    identity = profile_file.write(tmp_path / "p.tgz", [trained / "default.profdata"], made_by="b's training",
+                                  server="postgresql", source_digest="ab" * 32, instrumented_variant="rel_pgo_gen_clang",
+                                  compiler={"clang": "16"}, source_version="15.18", training="mix (150s)",
+                                  training_digest="11" * 8, trained_build="b")
+    content["profiles"] = {"b": base64.b64encode((tmp_path / "p.tgz").read_bytes()).decode()}
+    got = runfile.import_content(Store(tmp_path / "second.sqlite"), content)
+    (path,) = got.profiles
+    expected = profile_file.expected_identity("postgresql", "ab" * 32, "rel_pgo_gen_clang", {"clang": "16"},
+                                              training_digest="11" * 8, trained_build="b")
+    assert profile_file.find(path.parent, expected).path == path
+    assert profile_file.read_identity(path) == identity

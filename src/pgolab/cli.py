@@ -912,6 +912,9 @@ def import_cmd(
     console.print(f"run {got.run}: {got.samples_added} of {got.samples_in_file} samples added")
     for path in got.profiles:
         console.print(f"profile: {path} (pgolab build SOURCE --variant V --profile {path})")
+    if got.profiles:
+        console.print(f"or give the run's matrix or search command --profiles {got.profiles[0].parent}: its PGO "
+                      "builds compile from these files")
 
 
 profile_app = _App(no_args_is_help=True, help="A PGO build's training profile as a file.")

@@ -123,7 +123,8 @@ def import_content(store: Store, content: dict) -> Imported:
         folder = paths.home() / "profiles" / content["run"]["name"]
         folder.mkdir(parents=True, exist_ok=True)
         for label, data in content["profiles"].items():
-            target = folder / f"{label}.profile.tgz"
+            # Named as a folder of profiles names them: the folder is also `--profiles` for the run's command.
+            target = folder / f"{label}{profile_file.SUFFIX}"
             target.write_bytes(base64.b64decode(data))
             profiles.append(target)
     return Imported(content["run"]["name"], run_id, added, len(content["samples"]), profiles)
