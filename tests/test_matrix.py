@@ -143,6 +143,9 @@ def test_a_cost_only_matrix_builds_what_it_can_measure_and_notes_the_rest(tmp_pa
             record = SimpleNamespace(label=self.name, kind="build", installation=lambda: None)
             return SimpleNamespace(record=record, up_to_date=True)
 
+        def keep_bolt_profile(self):
+            return None
+
     benched = []
     monkeypatch.setattr(matrix, "Pipeline", FakePipeline)
     monkeypatch.setattr(matrix, "_log_timing", lambda run_name, result: tmp_path / "timing")

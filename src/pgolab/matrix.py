@@ -264,7 +264,7 @@ def build_all(request: MatrixRequest, chosen: list[Variant],
             if (kept := keep_profile(pipeline, request.profiles)) is not None:
                 reporter.message(kept)
         result = pipeline.run()
-        if request.profiles is not None and variant.bolt and (kept := pipeline.keep_bolt_profile()) is not None:
+        if (kept := pipeline.keep_bolt_profile()) is not None:
             reporter.message(f"BOLT {kept}")
         built.append((tree, result))
         progress.build_finished(i, len(order), result, time.monotonic() - t0)

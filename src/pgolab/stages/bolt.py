@@ -124,6 +124,7 @@ class BoltSteps:
         self.adjustments_file = self.dir / "adjustments.json"
         # Written when the instrument phase read the profile from a file instead: which, for which input.
         self.imported_file = self.dir / "imported.json"
+        self._input_digest: tuple[tuple[int, int, int], str] | None = None
 
     def run_bolt(self, runner: Runner, argv: list[str], what: str,
                  start: Adjustments) -> tuple[CommandResult, Adjustments]:
@@ -182,10 +183,19 @@ class BoltSteps:
         shutil.copymode(self.input, self.instrumented)
         return {"instrumented_bytes": self.instrumented.stat().st_size, **adjustments.record()}
 
+    def input_digest(self) -> str:
+        """The input's digest, read again only when the file changed (keep_input copies it anew): the
+        phases and their seals ask for it several times, and the input is the whole server."""
+        stat = self.input.stat()
+        key = (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size)   # (copy2 keeps the mtime; ctime moves)
+        if self._input_digest is None or self._input_digest[0] != key:
+            self._input_digest = (key, file_digest(self.input))
+        return self._input_digest[1]
+
     def expected_for_input(self) -> profile_file.ProfileIdentity | None:
         if self.ctx.profiles is None or self.ctx.expected is None:
             return None
-        return replace(self.ctx.expected, bolt_input=file_digest(self.input))
+        return replace(self.ctx.expected, bolt_input=self.input_digest())
 
     def import_profile(self, prefer: Path | None) -> dict | None:
         """The profile another machine's BOLT training of this very input and training kept in the folder
@@ -226,7 +236,7 @@ class BoltSteps:
         data, expected = self.marker(), self.ctx.expected
         if data is None or expected is None or data.get("training_digest") != expected.training_digest:
             return None
-        return data if data.get("input") == file_digest(self.input) else None
+        return data if self.input.exists() and data.get("input") == self.input_digest() else None
 
     def keep_profile(self) -> str | None:
         """This machine's BOLT training, merged, kept in the folder of profiles (profile_file.keep)."""
