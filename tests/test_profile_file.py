@@ -219,3 +219,35 @@ def test_a_bolt_profile_read_for_one_training_is_not_taken_for_another(tmp_path)
     steps.ctx.expected = mine
     (bolt / "input").write_bytes(b"\x7fELF another compile")
     assert steps.imported() is None
+
+
+def test_a_finished_bolt_build_s_profile_is_written_from_what_its_merge_recorded(tmp_path):
+    """stages/bolt.bolt_profile_of (what `pgolab export --with-profiles` carries of a _bolt target): the
+    profile file has the identity the merge recorded, so another machine's BOLT stage finds it; none
+    where the merge recorded no identity, or where counters were written after the merge."""
+    import json
+
+    from pgolab.profiles import seal
+    from pgolab.profiles.bolt import MERGED_FDATA, BoltProfile
+    from pgolab.stages.bolt import bolt_profile_of
+    build = tmp_path / "rel_pgo_use_bolt"
+    profile = build / "final" / "bolt" / "profile"
+    profile.mkdir(parents=True)
+    (profile / MERGED_FDATA).write_text("1 main 10 1 main 20 0 7\n")
+    (build / "final" / "bolt" / "adjustments.json").write_text(json.dumps({"skipped_functions": ["g"],
+                                                                           "added_options": []}))
+    template = expected(instrumented_variant="rel_pgo_use_bolt", compiler={"llvm-bolt": "16.0.6", "instrument": "-instrument"},
+                        training="mix (150s)", training_digest="11" * 8, trained_build="rel_pgo_use_bolt")
+    mine = profile_file.ProfileIdentity(**(template.as_dict() | {"bolt_input": "aa" * 32, "source_version": "15.18"}))
+    tool = BoltProfile("llvm-bolt", "merge-fdata")
+    merged = {"profile_identity": mine.as_dict(), "sealed": seal(profile, tool)}
+    out = tmp_path / "profiles" / "x.profile.tar.gz"
+    written = bolt_profile_of(build, merged, out)
+    assert written == profile_file.find(out.parent, mine).identity
+    assert written.made_by.startswith("rel_pgo_use_bolt's BOLT training on ")
+    assert written.bolt_adjustments == {"skipped_functions": ["g"], "added_options": []}
+    assert written.profile_digest == profile_file.files_digest([profile / MERGED_FDATA])
+    assert bolt_profile_of(build, {"sealed": merged["sealed"]}, tmp_path / "none.tgz") is None
+    (profile / "prof.77.fdata").write_text("counts written after the merge\n")
+    assert bolt_profile_of(build, merged, tmp_path / "stale.tgz") is None
+    assert not (tmp_path / "none.tgz").exists() and not (tmp_path / "stale.tgz").exists()

@@ -81,7 +81,7 @@ def test_a_run_killed_on_one_machine_continues_on_another_from_its_file(tmp_path
         run(first, tmp_path, FakeCost(stop_after=7))
     assert first.run("travel").status == "failed" and first.sample_count(first.run("travel").id) == 7
     exported = tmp_path / "travel.run.gz"
-    assert runfile.export_run(first, "travel", exported) == 7
+    assert runfile.export_run(first, "travel", exported).samples == 7
 
     another_machine(monkeypatch)
     second = Store(tmp_path / "second.sqlite")

@@ -263,7 +263,7 @@ class Pipeline:
             sealed_digest=self.read_sealed(),
             state_file=self.layout.state_file, train=self.request.train, runner=self.runners, servers=servers,
             reporter=self.reporter, profiles=self.request.profiles,
-            expected=self.expected_bolt_profile(tool) if self.request.profiles is not None else None)
+            expected=self.expected_bolt_profile(tool))
 
     def keep_bolt_profile(self) -> str | None:
         """BOLT's profile trained here, kept in the request's folder of profiles if it is not there yet

@@ -889,14 +889,20 @@ def export_cmd(
     out_file: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="the run file to write"),
     store_path: Optional[Path] = STORE_OPTION,
     with_profiles: bool = typer.Option(False, "--with-profiles",
-                                       help="add the exported profiles of its PGO targets"),
+                                       help="add the profiles its PGO targets compiled with and its _bolt "
+                                            "targets' BOLT profiles, for another machine to build the same "
+                                            "binaries"),
 ) -> None:
     """Write a stored run as one file (identity, host, targets with their build records, every sample
     and excluded block), for `pgolab import` on another machine."""
     from .runfile import export_run
     from .store import Store
-    samples = export_run(Store(store_path), run, out_file, with_profiles)
-    console.print(f"{out_file}: run {run}, {samples} samples")
+    written = export_run(Store(store_path), run, out_file, with_profiles)
+    console.print(f"{out_file}: run {run}, {written.samples} samples")
+    if with_profiles:
+        console.print(f"profiles: {', '.join(written.profiles) or 'none'}")
+    for missing in written.left_out:
+        console.print(f"not in the file: {missing}")
 
 
 @app.command("import")

@@ -26,9 +26,13 @@ from pathlib import Path
 from . import __version__, paths, profile_file
 from .errors import PgolabError
 from .record import BuildRecord
+from .variants import parse as parse_variant
+from .stages.bolt import bolt_profile_of
 from .store import Store
 
 FORMAT = 1
+# The name a _bolt target's BOLT profile has in a run file, after its label.
+BOLT_SUFFIX = ".bolt"
 
 
 @dataclass(frozen=True)
@@ -44,44 +48,76 @@ def _content_digest(content: dict) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
-def export_run(store: Store, run_ref: str, out: Path, with_profiles: bool = False) -> int:
-    """Write a stored run to `out`; returns how many samples it holds."""
-    data, samples = exported(store, run_ref, with_profiles)
+@dataclass(frozen=True)
+class Exported:
+    """What `pgolab export` wrote: how many samples, which profiles, and which the file lacks and why."""
+    samples: int
+    profiles: list[str]
+    left_out: list[str]
+
+
+def export_run(store: Store, run_ref: str, out: Path, with_profiles: bool = False) -> Exported:
+    """Write a stored run to `out`."""
+    data, content = _exported(store, run_ref, with_profiles)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".partial")
     tmp.write_bytes(data)
     tmp.replace(out)
-    return samples
+    return Exported(len(content["samples"]), sorted(content.get("profiles", {})), content.get("profiles_left_out", []))
 
 
 def exported(store: Store, run_ref: str, with_profiles: bool = False) -> tuple[bytes, int]:
     """A stored run as the bytes of its run file (what a cluster's task sends back), and how many
     samples it holds."""
+    data, content = _exported(store, run_ref, with_profiles)
+    return data, len(content["samples"])
+
+
+def _exported(store: Store, run_ref: str, with_profiles: bool) -> tuple[bytes, dict]:
     run = store.run(run_ref)
     if run is None:
         raise PgolabError(f"no stored run {run_ref!r} in {store.path}", hint="`pgolab report --list` shows them")
     content = store.rows(run.id)
     if with_profiles:
-        content["profiles"] = _profiles_of(store, run.id)
+        content["profiles"], content["profiles_left_out"] = _profiles_of(store, run.id)
     document = {"format": FORMAT, "pgolab": __version__, "digest": _content_digest(content), "content": content}
-    return gzip.compress(json.dumps(document).encode()), len(content["samples"])
+    return gzip.compress(json.dumps(document).encode()), content
 
 
-def _profiles_of(store: Store, run_id: int) -> dict[str, str]:
-    """label -> its profile file (base64), for every target whose build trained a profile of its own."""
-    found = {}
+def _profiles_of(store: Store, run_id: int) -> tuple[dict[str, str], list[str]]:
+    """name -> a profile file (base64): the label, for every target whose build trained a profile of its
+    own; `<label>.bolt`, for BOLT's profile of a _bolt target. And what another machine still lacks to
+    build the same binaries, each with what to do: a twin's profile that a target compiles with where
+    the twin is no target of the run, a BOLT profile merged before pgolab recorded what it is of."""
+    found, trained, twins, left_out = {}, set(), [], []
     for t in store.targets(run_id):
         record = t.description
-        if not isinstance(record, BuildRecord) or not (record.dir / "profile").is_dir():
+        if not isinstance(record, BuildRecord):
             continue
+        variant = parse_variant(record.variant)
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "profile.tgz"
-            try:
-                profile_file.export_build(record.label, record.source_path, out)
-            except PgolabError:     # not a PGO build, or one that reads its twin's profile
-                continue
-            found[t.label] = base64.b64encode(out.read_bytes()).decode()
-    return found
+            if variant.reads_profile and (twin := variant.profile_twin()) is None:
+                try:
+                    profile_file.export_build(record.label, record.source_path, out)
+                except PgolabError as exc:
+                    left_out.append(f"{t.label}: {exc}")
+                else:
+                    found[t.label] = base64.b64encode(out.read_bytes()).decode()
+                    trained.add((record.variant, str(record.source_path)))
+            elif variant.reads_profile:
+                twins.append((t.label, twin.name, record.source_path))
+            merged = (record.bolt or {}).get("bolt-merge")
+            if merged and bolt_profile_of(record.dir, merged, out) is not None:
+                found[f"{t.label}{BOLT_SUFFIX}"] = base64.b64encode(out.read_bytes()).decode()
+            elif merged:
+                left_out.append(f"{t.label}: its BOLT profile (merged before pgolab recorded what it is of, or "
+                                "written to since): BOLT trains again there")
+    for label, twin, source in twins:
+        if (twin, str(source)) not in trained:
+            left_out.append(f"{label}: compiles with its twin {twin}'s profile, no target of this run: give the "
+                            f"other machine that one too (pgolab profile make {source} --variant {twin} -o FILE)")
+    return found, left_out
 
 
 def read(path: Path) -> dict:

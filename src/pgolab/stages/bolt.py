@@ -57,7 +57,8 @@ class BoltContext:
     servers: Serving
     reporter: Reporter
     # A folder of profile files (matrix --profiles), and what a BOLT profile of this build is made
-    # from there, but for its input's digest (ProfileIdentity.bolt_input, known once the compile ran).
+    # from, but for its input's digest (ProfileIdentity.bolt_input, known once the compile ran): the
+    # merge records it, so a run file can carry the profile (bolt_profile_of) with or without a folder.
     profiles: Path | None = None
     expected: profile_file.ProfileIdentity | None = None
 
@@ -99,6 +100,22 @@ def keep_bolt_profile(ctx: BoltContext, merged: dict) -> str | None:
             or merged.get("sealed") != raw_digest(steps.profile_dir, steps.tool):
         return None
     return steps.keep_profile()
+
+
+def bolt_profile_of(build_dir: Path, merged: dict, out: Path) -> profile_file.ProfileIdentity | None:
+    """A finished _bolt build's BOLT profile (`merged`: its bolt-merge record) written to `out` as a
+    profile file, for a run file to carry (runfile); None where its merge recorded no identity (merged
+    before pgolab recorded one) or the profile was written to since its merge."""
+    profile_dir = build_dir / "final" / "bolt" / "profile"
+    tool = BoltProfile("llvm-bolt", "merge-fdata")     # (only reads the folder: no command runs)
+    files = tool.read_files(profile_dir)
+    identity = merged.get("profile_identity")
+    if identity is None or not files or merged.get("sealed") != raw_digest(profile_dir, tool):
+        return None
+    template = profile_file.ProfileIdentity.from_dict(identity, f"{build_dir}'s BOLT merge record")
+    adjustments = Adjustments.load(build_dir / "final" / "bolt" / "adjustments.json").record()
+    made_by = merged.get("made_by") or f"{template.trained_build}'s BOLT training"
+    return profile_file.write_as(out, files, template, made_by, bolt_adjustments=adjustments)
 
 
 def bolt_failure_hint(returncode: int, otherwise: str) -> str:
@@ -193,7 +210,7 @@ class BoltSteps:
         return self._input_digest[1]
 
     def expected_for_input(self) -> profile_file.ProfileIdentity | None:
-        if self.ctx.profiles is None or self.ctx.expected is None:
+        if self.ctx.expected is None:
             return None
         return replace(self.ctx.expected, bolt_input=self.input_digest())
 
@@ -201,7 +218,7 @@ class BoltSteps:
         """The profile another machine's BOLT training of this very input and training kept in the folder
         of profiles, unpacked in place of instrumenting and training here; None where there is none (or
         it cannot be read: this machine trains instead). Of several, `prefer` (the one read before)."""
-        expected = self.expected_for_input()
+        expected = self.expected_for_input() if self.ctx.profiles is not None else None
         if expected is None:
             return None
         found = profile_file.find(self.ctx.profiles, expected, prefer=prefer)
@@ -240,7 +257,7 @@ class BoltSteps:
 
     def keep_profile(self) -> str | None:
         """This machine's BOLT training, merged, kept in the folder of profiles (profile_file.keep)."""
-        expected = self.expected_for_input()
+        expected = self.expected_for_input() if self.ctx.profiles is not None else None
         files = self.tool.read_files(self.profile_dir)
         if expected is None or not files:
             return None
@@ -273,13 +290,19 @@ class BoltSteps:
                 profile_file.unpack(Path(imported["file"]), replace(self.ctx.expected, bolt_input=imported["input"]),
                                     self.tool, self.profile_dir)
             return {"imported": imported["file"], "made_by": imported["made_by"],
-                    "merged_branch_count": self.merged_branch_count(), "sealed": seal(self.profile_dir, self.tool)}
+                    "merged_branch_count": self.merged_branch_count(), "sealed": seal(self.profile_dir, self.tool),
+                    **self.identity_record()}
         result = self.tool.merge(self.profile_dir, self.ctx.runner("bolt-merge"))
         sealed = seal(self.profile_dir, self.tool)
         if (kept := self.keep_profile()) is not None:
             self.ctx.reporter.message(f"BOLT {kept}")
         # (branch_count is the training's file's; merge-fdata's output, which llvm-bolt reads, counts fewer.)
-        return {**result, "merged_branch_count": self.merged_branch_count(), "sealed": sealed}
+        return {**result, "merged_branch_count": self.merged_branch_count(), "sealed": sealed, **self.identity_record()}
+
+    def identity_record(self) -> dict:
+        """What the merged profile is a profile of (a profile file's identity), for bolt_profile_of."""
+        expected = self.expected_for_input()
+        return {"profile_identity": expected.as_dict()} if expected is not None else {}
 
     def merged_branch_count(self) -> int:
         return sum(fdata_total(f) for f in self.tool.read_files(self.profile_dir))
