@@ -248,6 +248,12 @@ def test_a_finished_bolt_build_s_profile_is_written_from_what_its_merge_recorded
     assert written.bolt_adjustments == {"skipped_functions": ["g"], "added_options": []}
     assert written.profile_digest == profile_file.files_digest([profile / MERGED_FDATA])
     assert bolt_profile_of(build, {"sealed": merged["sealed"]}, tmp_path / "none.tgz") is None
+    # Read from another machine's file: that file, as long as it is there.
+    imported = {**merged, "imported": str(out), "made_by": written.made_by}
+    assert bolt_profile_of(build, imported, tmp_path / "again.tgz") == written
+    out.unlink()
+    assert bolt_profile_of(build, imported, tmp_path / "again.tgz").made_by.startswith(
+        f"{written.made_by}, passed on by a machine on ")
     (profile / "prof.77.fdata").write_text("counts written after the merge\n")
     assert bolt_profile_of(build, merged, tmp_path / "stale.tgz") is None
     assert not (tmp_path / "none.tgz").exists() and not (tmp_path / "stale.tgz").exists()

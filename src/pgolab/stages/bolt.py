@@ -113,8 +113,16 @@ def bolt_profile_of(build_dir: Path, merged: dict, out: Path) -> profile_file.Pr
     if identity is None or not files or merged.get("sealed") != raw_digest(profile_dir, tool):
         return None
     template = profile_file.ProfileIdentity.from_dict(identity, f"{build_dir}'s BOLT merge record")
+    read_from = Path(merged["imported"]) if merged.get("imported") else None
+    if read_from is not None and read_from.is_file() and \
+            profile_file.read_identity(read_from).profile_digest == files_digest(files):
+        # Read from another machine's file: that file, which says where it was trained.
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(read_from, out)
+        return profile_file.read_identity(out)
+    made_by = (f"{merged['made_by']}, passed on by a machine" if read_from is not None
+               else f"{template.trained_build}'s BOLT training")      # (write adds this machine)
     adjustments = Adjustments.load(build_dir / "final" / "bolt" / "adjustments.json").record()
-    made_by = merged.get("made_by") or f"{template.trained_build}'s BOLT training"
     return profile_file.write_as(out, files, template, made_by, bolt_adjustments=adjustments)
 
 
