@@ -175,3 +175,41 @@ def test_the_profiles_a_run_file_brings_are_a_folder_of_profiles(tmp_path, monke
                                               training_digest="11" * 8, trained_build="b")
     assert profile_file.find(path.parent, expected).path == path
     assert profile_file.read_identity(path) == identity
+
+
+def test_a_run_file_says_which_profiles_it_lacks_and_carries_a_profile_a_target_was_compiled_from(tmp_path):
+    """runfile._carry and _twin_missing (pure logic on build records): a target compiled from a file
+    carries that file (its identity names the training, which a folder of profiles is searched by); a
+    file gone, a BOLT profile not on this machine and a twin's profile that no target holds are named,
+    a replicate's twin being the same replicate of the twin variant."""
+    from pgolab.record import BuildRecord, SourceInfo
+
+    def record(variant, label, **fields):
+        build = tmp_path / "builds" / label
+        return BuildRecord(label=label, variant=variant, description="", server="postgresql",
+                           source=SourceInfo("/s", "15.18", "12" * 32, "ab" * 32), toolchain={}, flags={},
+                           server_binary=f"{build}/final/install/bin/postgres", install_dir=f"{build}/final/install",
+                           logs=f"{build}/logs", training="mix (10s)", **fields)
+
+    given = tmp_path / "given.profile.tar.gz"
+    given.write_bytes(b"a profile file")
+    found, left_out = {}, []
+    out = tmp_path / "out.tgz"
+    assert runfile._carry(record("rel_pgo_use", "rel_pgo_use", profile={"profile-import": {"file": str(given)}}),
+                          out, found, "rel_pgo_use", left_out) is None
+    assert base64_of(given) == found["rel_pgo_use"] and left_out == []
+    given.unlink()
+    runfile._carry(record("rel_pgo_use", "x", profile={"profile-import": {"file": str(given)}}), out, found, "x", left_out)
+    assert left_out == [f"x: compiled from {given}, which is no longer there: give that file"] and "x" not in found
+    bolted = record("rel_pgo_use_bolt", "rel_pgo_use_bolt+r2", bolt={"bolt-merge": {"sealed": "s"}})
+    assert runfile._carry(bolted, out, found, bolted.label, left_out) == "rel_pgo_use"
+    assert "rel_pgo_use_bolt+r2: its BOLT profile, not on this machine" in left_out[-1]
+    # Replicate 2's twin is rel_pgo_use+r2: replicate 1's profile is another training.
+    said = runfile._twin_missing(bolted.label, bolted, "rel_pgo_use", found)
+    assert said.startswith("rel_pgo_use_bolt+r2: compiles with its twin rel_pgo_use's profile") and "mix (10s)" in said
+    assert runfile._twin_missing(bolted.label, bolted, "rel_pgo_use", {**found, "rel_pgo_use+r2": "p"}) is None
+
+
+def base64_of(path):
+    import base64
+    return base64.b64encode(path.read_bytes()).decode()

@@ -889,9 +889,9 @@ def export_cmd(
     out_file: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="the run file to write"),
     store_path: Optional[Path] = STORE_OPTION,
     with_profiles: bool = typer.Option(False, "--with-profiles",
-                                       help="add the profiles its PGO targets compiled with and its _bolt "
-                                            "targets' BOLT profiles, for another machine to build the same "
-                                            "binaries"),
+                                       help="add the profiles its PGO targets trained (or were compiled "
+                                            "from) and its _bolt targets' BOLT profiles, for another machine "
+                                            "to build the same binaries"),
 ) -> None:
     """Write a stored run as one file (identity, host, targets with their build records, every sample
     and excluded block), for `pgolab import` on another machine."""
@@ -912,15 +912,21 @@ def import_cmd(
 ) -> None:
     """Bring an exported run into the store: the run if it is new, else the samples it lacks. Run the
     run's own command to continue it (a cost-only run continues on any host)."""
-    from .runfile import import_run
+    from . import profile_file
+    from .runfile import BOLT_SUFFIX, import_run
     from .store import Store
     got = import_run(Store(store_path), run_file)
     console.print(f"run {got.run}: {got.samples_added} of {got.samples_in_file} samples added")
     for path in got.profiles:
-        console.print(f"profile: {path} (pgolab build SOURCE --variant V --profile {path})")
+        if path.name.endswith(f"{BOLT_SUFFIX}{profile_file.SUFFIX}"):
+            console.print(f"BOLT profile: {path} (read through --profiles only)")
+        else:
+            console.print(f"profile: {path} (pgolab build SOURCE --variant V --profile {path})")
     if got.profiles:
-        console.print(f"or give the run's matrix or search command --profiles {got.profiles[0].parent}: its PGO "
-                      "builds compile from these files")
+        console.print(f"give the run's matrix or search command --profiles {got.profiles[0].parent}: its PGO "
+                      "builds compile from these files, and its _bolt builds are laid out from BOLT's")
+    for missing in got.left_out:
+        console.print(f"not in the file: {missing}")
 
 
 profile_app = _App(no_args_is_help=True, help="A PGO build's training profile as a file.")

@@ -28,6 +28,7 @@ from .errors import PgolabError
 from .record import BuildRecord
 from .variants import parse as parse_variant
 from .stages.bolt import bolt_profile_of
+from .stages.pgo import PROFILE_IMPORT
 from .store import Store
 
 FORMAT = 1
@@ -42,6 +43,7 @@ class Imported:
     samples_added: int
     samples_in_file: int
     profiles: list[Path]
+    left_out: list[str]      # what the exporting machine said the file lacks
 
 
 def _content_digest(content: dict) -> str:
@@ -85,39 +87,62 @@ def _exported(store: Store, run_ref: str, with_profiles: bool) -> tuple[bytes, d
 
 
 def _profiles_of(store: Store, run_id: int) -> tuple[dict[str, str], list[str]]:
-    """name -> a profile file (base64): the label, for every target whose build trained a profile of its
-    own; `<label>.bolt`, for BOLT's profile of a _bolt target. And what another machine still lacks to
-    build the same binaries, each with what to do: a twin's profile that a target compiles with where
-    the twin is no target of the run, a BOLT profile merged before pgolab recorded what it is of."""
-    found, trained, twins, left_out = {}, set(), [], []
+    """name -> a profile file (base64): the label, for every PGO target that trained its own profile (or
+    compiled from a file: that file); `<label>.bolt`, for BOLT's profile of a _bolt target. And what
+    another machine still lacks to build the same binaries, each with what to do."""
+    found, twins, left_out = {}, [], []
     for t in store.targets(run_id):
         record = t.description
         if not isinstance(record, BuildRecord):
             continue
-        variant = parse_variant(record.variant)
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "profile.tgz"
-            if variant.reads_profile and (twin := variant.profile_twin()) is None:
-                try:
-                    profile_file.export_build(record.label, record.source_path, out)
-                except PgolabError as exc:
-                    left_out.append(f"{t.label}: {exc}")
-                else:
-                    found[t.label] = base64.b64encode(out.read_bytes()).decode()
-                    trained.add((record.variant, str(record.source_path)))
-            elif variant.reads_profile:
-                twins.append((t.label, twin.name, record.source_path))
-            merged = (record.bolt or {}).get("bolt-merge")
-            if merged and bolt_profile_of(record.dir, merged, out) is not None:
-                found[f"{t.label}{BOLT_SUFFIX}"] = base64.b64encode(out.read_bytes()).decode()
-            elif merged:
-                left_out.append(f"{t.label}: its BOLT profile (merged before pgolab recorded what it is of, or "
-                                "written to since): BOLT trains again there")
-    for label, twin, source in twins:
-        if (twin, str(source)) not in trained:
-            left_out.append(f"{label}: compiles with its twin {twin}'s profile, no target of this run: give the "
-                            f"other machine that one too (pgolab profile make {source} --variant {twin} -o FILE)")
+            try:
+                twin = _carry(record, out, found, t.label, left_out)
+                if twin is not None:
+                    twins.append((t.label, record, twin))
+            except PgolabError as exc:     # a damaged file or record: the rest of the run still travels
+                left_out.append(f"{t.label}: {exc}")
+    left_out += [missing for label, record, twin in twins
+                 if (missing := _twin_missing(label, record, twin, found)) is not None]
     return found, left_out
+
+
+def _twin_missing(label: str, record: BuildRecord, twin: str, found: dict[str, str]) -> str | None:
+    """What to do where the profile a target compiles with is its twin's and the file lacks it (None:
+    the twin is a target of the run too). The twin's label is the target's with the twin's variant: a
+    replicate's twin is a replicate too."""
+    if record.variant in label and label.replace(record.variant, twin, 1) in found:
+        return None
+    return (f"{label}: compiles with its twin {twin}'s profile, which no target of this run holds: make it "
+            f"on this machine with the run's own training options (its training: {record.training or 'not recorded'}): "
+            f"pgolab profile make {record.source_path} --variant {twin} -o FILE")
+
+
+def _carry(record: BuildRecord, out: Path, found: dict[str, str], label: str, left_out: list[str]) -> str | None:
+    """One target's profiles into `found`, what is missing into `left_out`; the name of the twin whose
+    profile it compiles with, if any."""
+    variant = parse_variant(record.variant)
+    twin = variant.profile_twin()
+    if variant.reads_profile and twin is None:
+        read_from = record.profile.get(PROFILE_IMPORT, {}).get("file")
+        if read_from is None:
+            profile_file.export_build(record.label, record.source_path, out)
+            found[label] = base64.b64encode(out.read_bytes()).decode()
+        elif Path(read_from).is_file():     # compiled from a file: that file, which names its training
+            found[label] = base64.b64encode(Path(read_from).read_bytes()).decode()
+        else:
+            left_out.append(f"{label}: compiled from {read_from}, which is no longer there: give that file")
+    merged = (record.bolt or {}).get("bolt-merge")
+    if merged and bolt_profile_of(record.dir, merged, out) is not None:
+        found[f"{label}{BOLT_SUFFIX}"] = base64.b64encode(out.read_bytes()).decode()
+    elif merged:
+        where = record.dir / "final" / "bolt"
+        left_out.append(f"{label}: its BOLT profile, " + (
+            f"not on this machine ({where} is missing)" if not where.is_dir() else
+            "merged before pgolab recorded what it is a profile of" if "profile_identity" not in merged else
+            "written to since its merge") + ": BOLT trains again there, into another binary")
+    return twin.name if twin is not None else None
 
 
 def read(path: Path) -> dict:
@@ -163,4 +188,5 @@ def import_content(store: Store, content: dict) -> Imported:
             target = folder / f"{label}{profile_file.SUFFIX}"
             target.write_bytes(base64.b64decode(data))
             profiles.append(target)
-    return Imported(content["run"]["name"], run_id, added, len(content["samples"]), profiles)
+    return Imported(content["run"]["name"], run_id, added, len(content["samples"]), profiles,
+                    list(content.get("profiles_left_out", [])))

@@ -309,7 +309,7 @@ class BoltSteps:
 
     def identity_record(self) -> dict:
         """What the merged profile is a profile of (a profile file's identity), for bolt_profile_of."""
-        expected = self.expected_for_input()
+        expected = self.expected_for_input() if self.input.exists() else None
         return {"profile_identity": expected.as_dict()} if expected is not None else {}
 
     def merged_branch_count(self) -> int:
