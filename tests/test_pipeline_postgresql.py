@@ -337,19 +337,26 @@ def test_matrix_covers_every_axis_survives_sigkill_mid_benchmark_and_bolts_a_cla
     assert "BOLT training" in laid_out.bolt["bolt-merge"]["made_by"] and \
         laid_out.bolt["bolt-merge"]["merged_branch_count"] == record.bolt["bolt-merge"]["merged_branch_count"] > 0
     assert [r.name for r in Store(store).runs()] == [run_dirs[0].name], "the same binaries continue their run"
-    # The run as a file with its profiles: the base's, and BOLT's of the clang build (read from the folder
-    # here: the same identity); the clang build's twin, no target of the run, is named as left out.
-    from pgolab import runfile
-    written = runfile.export_run(Store(store), run_dirs[0].name, tmp_path / "run.gz", with_profiles=True)
-    assert written.profiles == sorted([MATRIX_BASE, f"{MATRIX_VARIANT}{runfile.BOLT_SUFFIX}"]), written
-    assert len(written.left_out) == 1 and f"twin {parse(MATRIX_VARIANT).profile_source().name}'s" in written.left_out[0]
+    # The run as a file with its profiles, all another machine needs to build the same binaries: the
+    # base's, the clang build's twin's (no target of the run) and BOLT's of the clang build (read from the
+    # folder here): each the same profile, of the same identity, as the one the matrix kept.
     import base64
-    carried = tmp_path / "carried.tgz"
-    carried.write_bytes(base64.b64decode(runfile.read(tmp_path / "run.gz")["profiles"][f"{MATRIX_VARIANT}{runfile.BOLT_SUFFIX}"]))
-    bolt_kept = next(f for f in (tmp_path / "profiles").iterdir()
-                     if profile_file.read_identity(f).bolt_input and profile_file.read_identity(f).trained_build == MATRIX_VARIANT)
-    assert profile_file.read_identity(carried).profile_digest == profile_file.read_identity(bolt_kept).profile_digest
-    assert profile_file.read_identity(carried).mismatch(profile_file.read_identity(bolt_kept)) == []
+
+    from pgolab import runfile
+    twin = parse(MATRIX_VARIANT).profile_source().name
+    written = runfile.export_run(Store(store), run_dirs[0].name, tmp_path / "run.gz", with_profiles=True)
+    assert written.profiles == sorted([MATRIX_BASE, twin, f"{MATRIX_VARIANT}{runfile.BOLT_SUFFIX}"]), written
+    assert written.left_out == [], written.left_out
+    kept_files = {(i.trained_build, bool(i.bolt_input)): i
+                  for i in map(profile_file.read_identity, (tmp_path / "profiles").iterdir())}
+    carried_files = runfile.read(tmp_path / "run.gz")["profiles"]
+    for name, key in ((MATRIX_BASE, (MATRIX_BASE, False)), (twin, (twin, False)),
+                      (f"{MATRIX_VARIANT}{runfile.BOLT_SUFFIX}", (MATRIX_VARIANT, True))):
+        carried = tmp_path / f"carried-{name}.tgz"
+        carried.write_bytes(base64.b64decode(carried_files[name]))
+        identity, kept_identity = profile_file.read_identity(carried), kept_files[key]
+        assert identity.mismatch(kept_identity) == [] and identity.profile_digest == kept_identity.profile_digest, name
+        assert (identity.training_digest, identity.trained_build) == (kept_identity.training_digest, key[0]), name
     if not WITH_CS:
         # The layout axes: cold blocks split off and hot/cold sections kept apart before BOLT, whose
         # hugify runtime starts the (answering) server.

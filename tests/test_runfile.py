@@ -178,36 +178,52 @@ def test_the_profiles_a_run_file_brings_are_a_folder_of_profiles(tmp_path, monke
 
 
 def test_a_run_file_says_which_profiles_it_lacks_and_carries_a_profile_a_target_was_compiled_from(tmp_path):
-    """runfile._carry and _twin_missing (pure logic on build records): a target compiled from a file
-    carries that file (its identity names the training, which a folder of profiles is searched by); a
-    file gone, a BOLT profile not on this machine and a twin's profile that no target holds are named,
-    a replicate's twin being the same replicate of the twin variant."""
+    """runfile._carry (pure logic on build records and files): a target compiled from a file carries that
+    file (its identity names the training a folder of profiles is searched by), a twin's under the
+    twin's name; a _bolt replicate carries its twin replicate's profile, written as the twin's own
+    export would be; a file gone, a twin without its profile and a BOLT profile not here are named."""
+    from pgolab import profile_file
     from pgolab.record import BuildRecord, SourceInfo
 
     def record(variant, label, **fields):
         build = tmp_path / "builds" / label
         return BuildRecord(label=label, variant=variant, description="", server="postgresql",
-                           source=SourceInfo("/s", "15.18", "12" * 32, "ab" * 32), toolchain={}, flags={},
-                           server_binary=f"{build}/final/install/bin/postgres", install_dir=f"{build}/final/install",
-                           logs=f"{build}/logs", training="mix (10s)", **fields)
+                           source=SourceInfo("/s", "15.18", "12" * 32, "ab" * 32), toolchain={"gcc": "12.2.0"},
+                           flags={}, server_binary=f"{build}/final/install/bin/postgres",
+                           install_dir=f"{build}/final/install", logs=f"{build}/logs", training="mix (10s)",
+                           training_digest="11" * 8, **fields)
 
     given = tmp_path / "given.profile.tar.gz"
     given.write_bytes(b"a profile file")
     found, left_out = {}, []
     out = tmp_path / "out.tgz"
-    assert runfile._carry(record("rel_pgo_use", "rel_pgo_use", profile={"profile-import": {"file": str(given)}}),
-                          out, found, "rel_pgo_use", left_out) is None
-    assert base64_of(given) == found["rel_pgo_use"] and left_out == []
+    imported = {"profile-import": {"file": str(given)}}
+    runfile._carry(record("rel_pgo_use", "rel_pgo_use", profile=imported), out, found, "rel_pgo_use", left_out)
+    runfile._carry(record("rel_pgo_use_bolt", "rel_pgo_use_bolt+r3", profile=imported), out, found, "b3", left_out)
+    assert found == {"rel_pgo_use": base64_of(given), "rel_pgo_use+r3": base64_of(given)} and left_out == []
     given.unlink()
-    runfile._carry(record("rel_pgo_use", "x", profile={"profile-import": {"file": str(given)}}), out, found, "x", left_out)
+    runfile._carry(record("rel_pgo_use", "x", profile=imported), out, found, "x", left_out)
     assert left_out == [f"x: compiled from {given}, which is no longer there: give that file"] and "x" not in found
+    # A replicate's twin is the same replicate of the twin variant, in the folder beside it.
     bolted = record("rel_pgo_use_bolt", "rel_pgo_use_bolt+r2", bolt={"bolt-merge": {"sealed": "s"}})
-    assert runfile._carry(bolted, out, found, bolted.label, left_out) == "rel_pgo_use"
+    assert profile_file.twin_of(bolted) == "rel_pgo_use+r2"
+    runfile._carry(bolted, out, found, bolted.label, left_out)
+    assert left_out[-2].startswith("rel_pgo_use_bolt+r2: its twin's profile: rel_pgo_use_bolt+r2 has no merged profile in")
     assert "rel_pgo_use_bolt+r2: its BOLT profile, not on this machine" in left_out[-1]
-    # Replicate 2's twin is rel_pgo_use+r2: replicate 1's profile is another training.
-    said = runfile._twin_missing(bolted.label, bolted, "rel_pgo_use", found)
-    assert said.startswith("rel_pgo_use_bolt+r2: compiles with its twin rel_pgo_use's profile") and "mix (10s)" in said
-    assert runfile._twin_missing(bolted.label, bolted, "rel_pgo_use", {**found, "rel_pgo_use+r2": "p"}) is None
+    twin_profile = tmp_path / "builds" / "rel_pgo_use+r2" / "profile"
+    twin_profile.mkdir(parents=True)
+    (twin_profile / "src#main.gcda").write_bytes(b"counts")
+    runfile._carry(bolted, out, found, bolted.label, left_out)
+    identity = profile_file.read_identity(out)
+    assert (identity.trained_build, identity.instrumented_variant, identity.training_digest) == \
+        ("rel_pgo_use+r2", "rel_pgo_gen", "11" * 8)
+    assert identity.made_by.startswith("rel_pgo_use+r2's training, read by rel_pgo_use_bolt+r2 on ")
+    assert found["rel_pgo_use+r2"] == base64_of(out)
+    labelled = record("rel_pgo_use_bolt", "mine")
+    assert profile_file.twin_of(labelled) is None
+    runfile._carry(labelled, out, found, "mine", left_out)
+    assert left_out[-1] == ("mine: its twin's profile: mine compiles with no twin's profile found by its name: "
+                            "export the twin's profile: pgolab profile export TWIN")
 
 
 def base64_of(path):

@@ -889,8 +889,8 @@ def export_cmd(
     out_file: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="the run file to write"),
     store_path: Optional[Path] = STORE_OPTION,
     with_profiles: bool = typer.Option(False, "--with-profiles",
-                                       help="add the profiles its PGO targets trained (or were compiled "
-                                            "from) and its _bolt targets' BOLT profiles, for another machine "
+                                       help="add every profile its PGO targets compiled with (their twins' "
+                                            "too) and its _bolt targets' BOLT profiles, for another machine "
                                             "to build the same binaries"),
 ) -> None:
     """Write a stored run as one file (identity, host, targets with their build records, every sample

@@ -166,6 +166,28 @@ def export_build(label: str, source: Path | None, out: Path) -> ProfileIdentity:
                   toolchain(variant.compiler).profile, record.dir / "profile", out)
 
 
+def twin_of(record: BuildRecord) -> str | None:
+    """The build name of the twin whose profile a finished build compiled with (its folder beside the
+    build's: the build's name with the twin's variant, a replicate's twin being the same replicate), or
+    None: it reads no twin's profile, or it has a label of its own (its twin is then named after it)."""
+    twin = parse_variant(record.variant).profile_twin()
+    if twin is None or not record.label.startswith(record.variant):
+        return None
+    return twin.name + record.label[len(record.variant):]
+
+
+def export_twin(record: BuildRecord, out: Path) -> ProfileIdentity:
+    """The profile a build that reads its twin's compiled with (twin_of), written to `out` as the twin's
+    own export would be: found by the twin's build and by every build that reads it."""
+    twin = twin_of(record)
+    if twin is None:
+        raise PgolabError(f"{record.label} compiles with no twin's profile found by its name",
+                          hint="export the twin's profile: pgolab profile export TWIN")
+    variant = parse_variant(record.variant)
+    return export(record, instrumented_name(variant, record.distribution_build, record.engines),
+                  toolchain(variant.compiler).profile, record.dir.parent / twin / "profile", out, trained_build=twin)
+
+
 def export(record: BuildRecord, instrumented_variant: str, tool: ProfileTool, profile_dir: Path,
            out: Path, trained_build: str | None = None) -> ProfileIdentity:
     """Write a finished PGO build's profile with its identity to `out`: its own training's, or

@@ -87,52 +87,49 @@ def _exported(store: Store, run_ref: str, with_profiles: bool) -> tuple[bytes, d
 
 
 def _profiles_of(store: Store, run_id: int) -> tuple[dict[str, str], list[str]]:
-    """name -> a profile file (base64): the label, for every PGO target that trained its own profile (or
-    compiled from a file: that file); `<label>.bolt`, for BOLT's profile of a _bolt target. And what
-    another machine still lacks to build the same binaries, each with what to do."""
-    found, twins, left_out = {}, [], []
+    """name -> a profile file (base64), for another machine to build the same binaries: under a target's
+    label, the profile it trained (or the file it was compiled from); under a twin's name, the profile
+    of the twin a target compiled with (_bolt, _split, a link-only axis); `<label>.bolt`, a _bolt
+    target's BOLT profile. And what the file still lacks, each with what to do."""
+    found, left_out = {}, []
     for t in store.targets(run_id):
         record = t.description
         if not isinstance(record, BuildRecord):
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "profile.tgz"
             try:
-                twin = _carry(record, out, found, t.label, left_out)
-                if twin is not None:
-                    twins.append((t.label, record, twin))
+                _carry(record, Path(tmp) / "profile.tgz", found, t.label, left_out)
             except PgolabError as exc:     # a damaged file or record: the rest of the run still travels
-                left_out.append(f"{t.label}: {exc}")
-    left_out += [missing for label, record, twin in twins
-                 if (missing := _twin_missing(label, record, twin, found)) is not None]
+                left_out.append(f"{t.label}: {_one_line(exc)}")
     return found, left_out
 
 
-def _twin_missing(label: str, record: BuildRecord, twin: str, found: dict[str, str]) -> str | None:
-    """What to do where the profile a target compiles with is its twin's and the file lacks it (None:
-    the twin is a target of the run too). The twin's label is the target's with the twin's variant: a
-    replicate's twin is a replicate too."""
-    if record.variant in label and label.replace(record.variant, twin, 1) in found:
-        return None
-    return (f"{label}: compiles with its twin {twin}'s profile, which no target of this run holds: make it "
-            f"on this machine with the run's own training options (its training: {record.training or 'not recorded'}): "
-            f"pgolab profile make {record.source_path} --variant {twin} -o FILE")
+def _one_line(exc: PgolabError) -> str:
+    return f"{exc.message}: {exc.hint}" if exc.hint else exc.message
 
 
-def _carry(record: BuildRecord, out: Path, found: dict[str, str], label: str, left_out: list[str]) -> str | None:
-    """One target's profiles into `found`, what is missing into `left_out`; the name of the twin whose
-    profile it compiles with, if any."""
+def _carry(record: BuildRecord, out: Path, found: dict[str, str], label: str, left_out: list[str]) -> None:
+    """One target's profiles into `found`, what is missing into `left_out`."""
     variant = parse_variant(record.variant)
-    twin = variant.profile_twin()
-    if variant.reads_profile and twin is None:
-        read_from = record.profile.get(PROFILE_IMPORT, {}).get("file")
-        if read_from is None:
-            profile_file.export_build(record.label, record.source_path, out)
-            found[label] = base64.b64encode(out.read_bytes()).decode()
-        elif Path(read_from).is_file():     # compiled from a file: that file, which names its training
-            found[label] = base64.b64encode(Path(read_from).read_bytes()).decode()
+    read_from = record.profile.get(PROFILE_IMPORT, {}).get("file")
+    if variant.reads_profile and read_from is not None:
+        # Compiled from a file (its own, or its twin's): that file, which names its training.
+        name = profile_file.twin_of(record) or label if variant.profile_twin() is not None else label
+        if Path(read_from).is_file():
+            found[name] = base64.b64encode(Path(read_from).read_bytes()).decode()
         else:
             left_out.append(f"{label}: compiled from {read_from}, which is no longer there: give that file")
+    elif variant.profile_twin() is not None:
+        try:
+            profile_file.export_twin(record, out)
+        except PgolabError as exc:
+            left_out.append(f"{label}: its twin's profile: {_one_line(exc)}")
+        else:
+            # (The twin's own export, where it is a target too, takes this name: one file of one training.)
+            found.setdefault(profile_file.twin_of(record), base64.b64encode(out.read_bytes()).decode())
+    elif variant.reads_profile:
+        profile_file.export_build(record.label, record.source_path, out)
+        found[label] = base64.b64encode(out.read_bytes()).decode()
     merged = (record.bolt or {}).get("bolt-merge")
     if merged and bolt_profile_of(record.dir, merged, out) is not None:
         found[f"{label}{BOLT_SUFFIX}"] = base64.b64encode(out.read_bytes()).decode()
@@ -142,7 +139,6 @@ def _carry(record: BuildRecord, out: Path, found: dict[str, str], label: str, le
             f"not on this machine ({where} is missing)" if not where.is_dir() else
             "merged before pgolab recorded what it is a profile of" if "profile_identity" not in merged else
             "written to since its merge") + ": BOLT trains again there, into another binary")
-    return twin.name if twin is not None else None
 
 
 def read(path: Path) -> dict:
