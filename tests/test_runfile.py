@@ -179,10 +179,12 @@ def test_the_profiles_a_run_file_brings_are_a_folder_of_profiles(tmp_path, monke
 
 def test_a_run_file_says_which_profiles_it_lacks_and_carries_a_profile_a_target_was_compiled_from(tmp_path):
     """runfile._carry (pure logic on build records and files): a target compiled from a file carries that
-    file (its identity names the training a folder of profiles is searched by), a twin's under the
-    twin's name; a _bolt replicate carries its twin replicate's profile, written as the twin's own
-    export would be; a file gone, a twin without its profile and a BOLT profile not here are named."""
+    file (its identity names the training a folder of profiles is searched by); a _bolt replicate
+    carries its twin replicate's profile, written as the twin's own export would be and named after the
+    twin in the target's tree, but only while the twin's folder holds what was sealed; a file gone, a
+    retrained twin and a BOLT profile not here are named, with what to do."""
     from pgolab import profile_file
+    from pgolab.profiles import GccProfile, raw_digest
     from pgolab.record import BuildRecord, SourceInfo
 
     def record(variant, label, **fields):
@@ -191,39 +193,45 @@ def test_a_run_file_says_which_profiles_it_lacks_and_carries_a_profile_a_target_
                            source=SourceInfo("/s", "15.18", "12" * 32, "ab" * 32), toolchain={"gcc": "12.2.0"},
                            flags={}, server_binary=f"{build}/final/install/bin/postgres",
                            install_dir=f"{build}/final/install", logs=f"{build}/logs", training="mix (10s)",
-                           training_digest="11" * 8, **fields)
+                           **({"training_digest": "11" * 8} | fields))
 
     given = tmp_path / "given.profile.tar.gz"
-    given.write_bytes(b"a profile file")
+    (tmp_path / "p.gcda").write_bytes(b"counts")
+    profile_file.write(given, [tmp_path / "p.gcda"], made_by="m", server="postgresql", source_digest="ab" * 32,
+                       instrumented_variant="rel_pgo_gen", compiler={"gcc": "12.2.0"}, training="mix (10s)",
+                       training_digest="11" * 8, trained_build="rel_pgo_use", source_version="15.18")
     found, left_out = {}, []
     out = tmp_path / "out.tgz"
     imported = {"profile-import": {"file": str(given)}}
-    runfile._carry(record("rel_pgo_use", "rel_pgo_use", profile=imported), out, found, "rel_pgo_use", left_out)
-    runfile._carry(record("rel_pgo_use_bolt", "rel_pgo_use_bolt+r3", profile=imported), out, found, "b3", left_out)
-    assert found == {"rel_pgo_use": base64_of(given), "rel_pgo_use+r3": base64_of(given)} and left_out == []
+    runfile._carry(record("rel_pgo_use_bolt", "rel_pgo_use_bolt", profile=imported), out, found, "pg:b", left_out)
+    assert found == {"pg:rel_pgo_use": base64_of(given)} and left_out == []
     given.unlink()
     runfile._carry(record("rel_pgo_use", "x", profile=imported), out, found, "x", left_out)
     assert left_out == [f"x: compiled from {given}, which is no longer there: give that file"] and "x" not in found
-    # A replicate's twin is the same replicate of the twin variant, in the folder beside it.
-    bolted = record("rel_pgo_use_bolt", "rel_pgo_use_bolt+r2", bolt={"bolt-merge": {"sealed": "s"}})
-    assert profile_file.twin_of(bolted) == "rel_pgo_use+r2"
-    runfile._carry(bolted, out, found, bolted.label, left_out)
-    assert left_out[-2].startswith("rel_pgo_use_bolt+r2: its twin's profile: rel_pgo_use_bolt+r2 has no merged profile in")
-    assert "rel_pgo_use_bolt+r2: its BOLT profile, not on this machine" in left_out[-1]
+    # A replicate's twin is the same replicate of the twin variant, in the folder beside it; a labelled
+    # build's twin is named after the label.
     twin_profile = tmp_path / "builds" / "rel_pgo_use+r2" / "profile"
     twin_profile.mkdir(parents=True)
     (twin_profile / "src#main.gcda").write_bytes(b"counts")
-    runfile._carry(bolted, out, found, bolted.label, left_out)
+    sealed = {"merge": {"sealed": raw_digest(twin_profile, GccProfile())}}
+    bolted = record("rel_pgo_use_bolt", "rel_pgo_use_bolt+r2", profile=sealed, bolt={"bolt-merge": {"sealed": "s"}})
+    assert profile_file.profile_owners(bolted) == ["rel_pgo_use+r2", "rel_pgo_use_bolt-rel_pgo_use+r2"]
+    assert profile_file.profile_owners(record("rel_pgo_use_bolt", "mine+r2")) == ["mine-rel_pgo_use+r2"]
+    runfile._carry(bolted, out, found, f"pg:{bolted.label}", left_out)
+    assert f"pg:{bolted.label}: its BOLT profile, not on this machine" in left_out[-1]
     identity = profile_file.read_identity(out)
     assert (identity.trained_build, identity.instrumented_variant, identity.training_digest) == \
         ("rel_pgo_use+r2", "rel_pgo_gen", "11" * 8)
     assert identity.made_by.startswith("rel_pgo_use+r2's training, read by rel_pgo_use_bolt+r2 on ")
-    assert found["rel_pgo_use+r2"] == base64_of(out)
-    labelled = record("rel_pgo_use_bolt", "mine")
-    assert profile_file.twin_of(labelled) is None
-    runfile._carry(labelled, out, found, "mine", left_out)
-    assert left_out[-1] == ("mine: its twin's profile: mine compiles with no twin's profile found by its name: "
-                            "export the twin's profile: pgolab profile export TWIN")
+    assert found["pg:rel_pgo_use+r2"] == base64_of(out)
+    # Trained again since: the folder no longer holds what the build compiled with.
+    (twin_profile / "src#main.gcda").write_bytes(b"another training")
+    runfile._carry(bolted, out, found := {}, bolted.label, left_out)
+    assert found == {} and left_out[-2].startswith(
+        "rel_pgo_use_bolt+r2: the profile it compiled with: rel_pgo_use_bolt+r2: the profile it compiled with is "
+        "no longer in ") and left_out[-2].endswith("(trained again since): build rel_pgo_use_bolt+r2 again, then export")
+    runfile._carry(record("rel_pgo_use", "old", training_digest=None), out, found, "old", left_out)
+    assert left_out[-1].startswith("old: the profile it compiled with: old records no training digest")
 
 
 def base64_of(path):

@@ -23,7 +23,8 @@ from typing import Callable
 
 from .errors import PgolabError
 from .host import Host
-from .profiles import ProfileTool, files_digest
+from . import replicates
+from .profiles import ProfileTool, files_digest, raw_digest
 from .record import BuildRecord
 from .sources import content_digest
 from .targets.base import engines_suffix
@@ -166,26 +167,43 @@ def export_build(label: str, source: Path | None, out: Path) -> ProfileIdentity:
                   toolchain(variant.compiler).profile, record.dir / "profile", out)
 
 
-def twin_of(record: BuildRecord) -> str | None:
-    """The build name of the twin whose profile a finished build compiled with (its folder beside the
-    build's: the build's name with the twin's variant, a replicate's twin being the same replicate), or
-    None: it reads no twin's profile, or it has a label of its own (its twin is then named after it)."""
+def profile_owners(record: BuildRecord) -> list[str]:
+    """The build names whose folder (beside the finished build's) may hold the profile it compiled with:
+    its own, or its twin's as the chain names it (the twin variant, or `LABEL-<twin>` for a labelled
+    build, then the distribution and engine suffixes and the replicate: the same replicate). A build
+    labelled with its own variant name could be either: the seal decides (export_compiled_with)."""
     twin = parse_variant(record.variant).profile_twin()
-    if twin is None or not record.label.startswith(record.variant):
-        return None
-    return twin.name + record.label[len(record.variant):]
-
-
-def export_twin(record: BuildRecord, out: Path) -> ProfileIdentity:
-    """The profile a build that reads its twin's compiled with (twin_of), written to `out` as the twin's
-    own export would be: found by the twin's build and by every build that reads it."""
-    twin = twin_of(record)
     if twin is None:
-        raise PgolabError(f"{record.label} compiles with no twin's profile found by its name",
-                          hint="export the twin's profile: pgolab profile export TWIN")
+        return [record.label]
+    tail = (record.distribution_build.suffix if record.distribution_build else "") + engines_suffix(record.engines)
+    build_label, k = replicates.split(record.label)
+    own = build_label[:-len(tail)] if tail and build_label.endswith(tail) else build_label
+    names = [twin.name, f"{own}-{twin.name}"] if own == record.variant else [f"{own}-{twin.name}"]
+    return [replicates.label(name + tail, k) for name in names]
+
+
+def export_compiled_with(record: BuildRecord, out: Path) -> ProfileIdentity:
+    """The profile a finished PGO build compiled with, its own training's or its twin's, written to `out`
+    as the build that trained it would export it (trained_build names that build), for another machine
+    to build the same binary. Refused where no folder holds what its merge sealed any more (trained
+    again since), or the record names no training (built before pgolab recorded one)."""
     variant = parse_variant(record.variant)
-    return export(record, instrumented_name(variant, record.distribution_build, record.engines),
-                  toolchain(variant.compiler).profile, record.dir.parent / twin / "profile", out, trained_build=twin)
+    if not variant.reads_profile:
+        raise PgolabError(f"{record.label} ({variant.name}) is not a PGO build: it reads no profile")
+    if not record.training_digest:
+        raise PgolabError(f"{record.label} records no training digest (built before pgolab recorded one)",
+                          hint=f"build it again: pgolab build SOURCE --variant {variant.name}")
+    tool = toolchain(variant.compiler).profile
+    sealed = record.profile.get("merge", {}).get("sealed")
+    for name in profile_owners(record):
+        folder = record.dir.parent / name / "profile"
+        # (A record from before seals were recorded: its folder as it is.)
+        if folder.is_dir() and (sealed is None or raw_digest(folder, tool) == sealed):
+            return export(record, instrumented_name(variant, record.distribution_build, record.engines), tool,
+                          folder, out, trained_build=name)
+    raise PgolabError(f"{record.label}: the profile it compiled with is no longer in "
+                      f"{' or '.join(str(record.dir.parent / n / 'profile') for n in profile_owners(record))} "
+                      "(trained again since)", hint=f"build {record.label} again, then export")
 
 
 def export(record: BuildRecord, instrumented_variant: str, tool: ProfileTool, profile_dir: Path,

@@ -23,7 +23,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, paths, profile_file
+from . import __version__, labels, paths, profile_file
 from .errors import PgolabError
 from .record import BuildRecord
 from .variants import parse as parse_variant
@@ -112,24 +112,26 @@ def _carry(record: BuildRecord, out: Path, found: dict[str, str], label: str, le
     """One target's profiles into `found`, what is missing into `left_out`."""
     variant = parse_variant(record.variant)
     read_from = record.profile.get(PROFILE_IMPORT, {}).get("file")
+    tree, _ = labels.split(label)
+
+    def named(build: str) -> str:
+        """A profile's name in the file: the build whose training it is, in the target's tree."""
+        return labels.in_tree(tree, build) if tree else build
     if variant.reads_profile and read_from is not None:
         # Compiled from a file (its own, or its twin's): that file, which names its training.
-        name = profile_file.twin_of(record) or label if variant.profile_twin() is not None else label
         if Path(read_from).is_file():
-            found[name] = base64.b64encode(Path(read_from).read_bytes()).decode()
+            found[named(profile_file.read_identity(Path(read_from)).trained_build or record.label)] = \
+                base64.b64encode(Path(read_from).read_bytes()).decode()
         else:
             left_out.append(f"{label}: compiled from {read_from}, which is no longer there: give that file")
-    elif variant.profile_twin() is not None:
-        try:
-            profile_file.export_twin(record, out)
-        except PgolabError as exc:
-            left_out.append(f"{label}: its twin's profile: {_one_line(exc)}")
-        else:
-            # (The twin's own export, where it is a target too, takes this name: one file of one training.)
-            found.setdefault(profile_file.twin_of(record), base64.b64encode(out.read_bytes()).decode())
     elif variant.reads_profile:
-        profile_file.export_build(record.label, record.source_path, out)
-        found[label] = base64.b64encode(out.read_bytes()).decode()
+        try:
+            identity = profile_file.export_compiled_with(record, out)
+        except PgolabError as exc:
+            left_out.append(f"{label}: the profile it compiled with: {_one_line(exc)}")
+        else:
+            # (A twin that is a target too gives the same file's name: one file of one training.)
+            found[named(identity.trained_build)] = base64.b64encode(out.read_bytes()).decode()
     merged = (record.bolt or {}).get("bolt-merge")
     if merged and bolt_profile_of(record.dir, merged, out) is not None:
         found[f"{label}{BOLT_SUFFIX}"] = base64.b64encode(out.read_bytes()).decode()
