@@ -237,3 +237,24 @@ def test_a_run_file_says_which_profiles_it_lacks_and_carries_a_profile_a_target_
 def base64_of(path):
     import base64
     return base64.b64encode(path.read_bytes()).decode()
+
+
+def test_export_and_import_on_the_command_line_say_what_the_file_holds_and_lacks(tmp_path, monkeypatch):
+    """`pgolab export --with-profiles` and `pgolab import` through the CLI: the samples, the profiles
+    (none for a run of binaries given by path) and, on import, the same run added once."""
+    from typer.testing import CliRunner
+
+    from pgolab.cli import app
+    monkeypatch.setenv("PGOLAB_HOME", str(tmp_path / "home"))
+    run(Store(tmp_path / "first.sqlite"), tmp_path, FakeCost())
+    out = tmp_path / "travel.run.gz"
+    exported = CliRunner().invoke(app, ["export", "travel", "--store", str(tmp_path / "first.sqlite"), "-o", str(out),
+                                        "--with-profiles"], env={"COLUMNS": "250"})
+    assert exported.exit_code == 0, exported.output
+    assert f"{out}: run travel, 20 samples" in exported.output and "profiles: none" in exported.output
+    for added in ("20 of 20", "0 of 20"):
+        imported = CliRunner().invoke(app, ["import", str(out), "--store", str(tmp_path / "second.sqlite")],
+                                      env={"COLUMNS": "250"})
+        assert imported.exit_code == 0 and f"run travel: {added} samples added" in imported.output, imported.output
+    missing = CliRunner().invoke(app, ["export", "nothing", "--store", str(tmp_path / "first.sqlite"), "-o", str(out)])
+    assert missing.exit_code != 0 and "no stored run 'nothing'" in str(missing.exception)
