@@ -257,3 +257,22 @@ def test_a_finished_bolt_build_s_profile_is_written_from_what_its_merge_recorded
     (profile / "prof.77.fdata").write_text("counts written after the merge\n")
     assert bolt_profile_of(build, merged, tmp_path / "stale.tgz") is None
     assert not (tmp_path / "none.tgz").exists() and not (tmp_path / "stale.tgz").exists()
+
+
+def test_a_build_s_profile_is_exported_only_while_its_folder_holds_what_its_merge_sealed(tmp_path):
+    """export_compiled_with (`pgolab profile export`, run files): the folder as the merge sealed it, with
+    the training's digest; refused, saying why, once trained again since or with no training recorded."""
+    from dataclasses import replace
+
+    from pgolab.profiles import raw_digest
+    record = trained_build(tmp_path)
+    sealed = replace(record, training_digest="11" * 8,
+                     profile={"merge": {"sealed": raw_digest(record.dir / "profile", GccProfile())}})
+    identity = profile_file.export_compiled_with(sealed, tmp_path / "p.tgz")
+    assert (identity.trained_build, identity.training_digest, identity.files) == ("rel_pgo_use", "11" * 8, 2)
+    with pytest.raises(PgolabError, match="records no training of its own"):
+        profile_file.export_compiled_with(record, tmp_path / "q.tgz")
+    (record.dir / "profile" / "src#backend#main#main.gcda").write_bytes(b"another training")
+    with pytest.raises(PgolabError, match=r"the profile it compiled with is no longer in .*\(trained again since\)"):
+        profile_file.export_compiled_with(sealed, tmp_path / "q.tgz")
+    assert not (tmp_path / "q.tgz").exists()

@@ -231,7 +231,7 @@ def test_a_run_file_says_which_profiles_it_lacks_and_carries_a_profile_a_target_
         "rel_pgo_use_bolt+r2: the profile it compiled with: rel_pgo_use_bolt+r2: the profile it compiled with is "
         "no longer in ") and left_out[-2].endswith("(trained again since): build rel_pgo_use_bolt+r2 again, then export")
     runfile._carry(record("rel_pgo_use", "old", training_digest=None), out, found, "old", left_out)
-    assert left_out[-1].startswith("old: the profile it compiled with: old records no training digest")
+    assert left_out[-1].startswith("old: the profile it compiled with: old records no training of its own")
 
 
 def base64_of(path):

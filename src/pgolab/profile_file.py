@@ -161,10 +161,8 @@ def export_build(label: str, source: Path | None, out: Path) -> ProfileIdentity:
     """`pgolab profile export`: the profile of the newest finished build of that label (or the one
     from that source tree) to `out`."""
     record = BuildRecord.find(label, source)
-    variant = parse_variant(record.variant)
-    require_own_profile(variant, label, lambda name: f"pgolab profile export {name}")
-    return export(record, instrumented_name(variant, record.distribution_build, record.engines),
-                  toolchain(variant.compiler).profile, record.dir / "profile", out)
+    require_own_profile(parse_variant(record.variant), label, lambda name: f"pgolab profile export {name}")
+    return export_compiled_with(record, out)
 
 
 def profile_owners(record: BuildRecord) -> list[str]:
@@ -191,8 +189,10 @@ def export_compiled_with(record: BuildRecord, out: Path) -> ProfileIdentity:
     if not variant.reads_profile:
         raise PgolabError(f"{record.label} ({variant.name}) is not a PGO build: it reads no profile")
     if not record.training_digest:
-        raise PgolabError(f"{record.label} records no training digest (built before pgolab recorded one)",
-                          hint=f"build it again: pgolab build SOURCE --variant {variant.name}")
+        raise PgolabError(f"{record.label} records no training of its own (compiled from a profile file, or "
+                          "built before pgolab recorded its training's digest)",
+                          hint=f"give the file it was compiled from, or build it again: pgolab build SOURCE "
+                               f"--variant {variant.name}")
     tool = toolchain(variant.compiler).profile
     sealed = record.profile.get("merge", {}).get("sealed")
     for name in profile_owners(record):
