@@ -104,8 +104,9 @@ def keep_bolt_profile(ctx: BoltContext, merged: dict) -> str | None:
 
 def bolt_profile_of(build_dir: Path, merged: dict, out: Path) -> profile_file.ProfileIdentity | None:
     """A finished _bolt build's BOLT profile (`merged`: its bolt-merge record) written to `out` as a
-    profile file, for a run file to carry (runfile); None where its merge recorded no identity (merged
-    before pgolab recorded one) or the profile was written to since its merge."""
+    profile file, for a run file to carry (runfile): the file it was read from, where it was imported
+    and that file is still here; None where its merge recorded no identity (merged before pgolab
+    recorded one) or the profile was written to since its merge."""
     profile_dir = build_dir / "final" / "bolt" / "profile"
     tool = BoltProfile("llvm-bolt", "merge-fdata")     # (only reads the folder: no command runs)
     files = tool.read_files(profile_dir)
