@@ -104,6 +104,11 @@ def _profiles_of(store: Store, run_id: int) -> tuple[dict[str, str], list[str]]:
     return found, left_out
 
 
+def _encoded(path: Path) -> str:
+    """A profile file as a run file holds it."""
+    return base64.b64encode(path.read_bytes()).decode()
+
+
 def _one_line(exc: PgolabError) -> str:
     return f"{exc.message}: {exc.hint}" if exc.hint else exc.message
 
@@ -121,7 +126,7 @@ def _carry(record: BuildRecord, out: Path, found: dict[str, str], label: str, le
         # Compiled from a file (its own, or its twin's): that file, which names its training.
         if Path(read_from).is_file():
             found[named(profile_file.read_identity(Path(read_from)).trained_build or record.label)] = \
-                base64.b64encode(Path(read_from).read_bytes()).decode()
+                _encoded(Path(read_from))
         else:
             left_out.append(f"{label}: compiled from {read_from}, which is no longer there: give that file")
     elif variant.reads_profile:
@@ -131,10 +136,10 @@ def _carry(record: BuildRecord, out: Path, found: dict[str, str], label: str, le
             left_out.append(f"{label}: the profile it compiled with: {_one_line(exc)}")
         else:
             # (A twin that is a target too gives the same file's name: one file of one training.)
-            found[named(identity.trained_build)] = base64.b64encode(out.read_bytes()).decode()
+            found[named(identity.trained_build)] = _encoded(out)
     merged = (record.bolt or {}).get("bolt-merge")
     if merged and bolt_profile_of(record.dir, merged, out) is not None:
-        found[f"{label}{BOLT_SUFFIX}"] = base64.b64encode(out.read_bytes()).decode()
+        found[f"{label}{BOLT_SUFFIX}"] = _encoded(out)
     elif merged:
         where = record.dir / "final" / "bolt"
         left_out.append(f"{label}: its BOLT profile, " + (

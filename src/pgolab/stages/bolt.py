@@ -97,9 +97,14 @@ def keep_bolt_profile(ctx: BoltContext, merged: dict) -> str | None:
     folder, an imported profile, or one written to since its merge)."""
     steps = BoltSteps(ctx)
     if merged.get("imported") or not steps.input.exists() \
-            or merged.get("sealed") != raw_digest(steps.profile_dir, steps.tool):
+            or not as_merged(steps.profile_dir, steps.tool, merged):
         return None
     return steps.keep_profile()
+
+
+def as_merged(profile_dir: Path, tool: BoltProfile, merged: dict) -> bool:
+    """Whether BOLT's profile folder holds what its merge (`merged`: its record) sealed: nothing written since."""
+    return merged.get("sealed") == raw_digest(profile_dir, tool)
 
 
 def bolt_profile_of(build_dir: Path, merged: dict, out: Path) -> profile_file.ProfileIdentity | None:
@@ -111,7 +116,7 @@ def bolt_profile_of(build_dir: Path, merged: dict, out: Path) -> profile_file.Pr
     tool = BoltProfile("llvm-bolt", "merge-fdata")     # (only reads the folder: no command runs)
     files = tool.read_files(profile_dir)
     identity = merged.get("profile_identity")
-    if identity is None or not files or merged.get("sealed") != raw_digest(profile_dir, tool):
+    if identity is None or not files or not as_merged(profile_dir, tool, merged):
         return None
     template = profile_file.ProfileIdentity.from_dict(identity, f"{build_dir}'s BOLT merge record")
     read_from = Path(merged["imported"]) if merged.get("imported") else None
