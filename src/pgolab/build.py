@@ -25,7 +25,7 @@ from .distribution import DistributionBuild
 from .errors import PgolabError
 from .layout import BuildLayout, stop_leftover_processes, variant_dir
 from .phases import Phase, PhaseEngine, PhaseState, QuietReporter, Reporter, digest
-from .profiles import raw_digest, sealed_digest
+from .profiles import holds_sealed, sealed_digest
 from .profiles.bolt import bolt_profile
 from .record import RECORD_FILE, BuildRecord, SourceInfo
 from .runner import Runner, home_runner
@@ -456,7 +456,7 @@ def keep_profile(pipeline: Pipeline, folder: Path) -> str | None:
     # What the compile would refuse is not published: a profile missing, or with counters written
     # after its merge (its seal; the optimized build's compile forgets that training and repeats it).
     if not files or not all(f.is_file() for f in files) \
-            or raw_digest(pipeline.profile_dir, pipeline.profile_tool) != ready[PROFILE_READY].get("sealed"):
+            or not holds_sealed(pipeline.profile_dir, pipeline.profile_tool, ready[PROFILE_READY].get("sealed")):
         return None
     gen = f" of {owner.instrumented.variant.name}" if owner.instrumented is not None else ""
     expected = pipeline.expected_profile()

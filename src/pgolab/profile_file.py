@@ -24,7 +24,7 @@ from typing import Callable
 from .errors import PgolabError
 from .host import Host
 from . import replicates
-from .profiles import ProfileTool, files_digest, raw_digest
+from .profiles import ProfileTool, files_digest, holds_sealed
 from .record import BuildRecord
 from .sources import content_digest
 from .targets.base import engines_suffix
@@ -198,7 +198,7 @@ def export_compiled_with(record: BuildRecord, out: Path) -> ProfileIdentity:
     for name in profile_owners(record):
         folder = record.dir.parent / name / "profile"
         # (A record from before seals were recorded: its folder as it is.)
-        if folder.is_dir() and (sealed is None or raw_digest(folder, tool) == sealed):
+        if folder.is_dir() and (sealed is None or holds_sealed(folder, tool, sealed)):
             return export(record, instrumented_name(variant, record.distribution_build, record.engines), tool,
                           folder, out, trained_build=name)
     raise PgolabError(f"{record.label}: the profile it compiled with is no longer in "

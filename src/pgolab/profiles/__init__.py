@@ -16,7 +16,7 @@ from .clang import MERGED_PROFILE, ClangProfile, clang_object_used_profile
 from .gcc import GccProfile, gcda_name
 from .overlap import OverlapReport, overlap
 from .relocation import Relocation
-from .sealing import SEAL, raw_digest, require_sealed, seal, sealed_digest
+from .sealing import SEAL, holds_sealed, raw_digest, require_sealed, seal, sealed_digest
 
 __all__ = [
     "ConsumptionCheck", "ProfileMatch", "ProfileTool", "RawProfileStats", "files_digest", "object_files", "raw_stats",
@@ -24,5 +24,5 @@ __all__ = [
     "MERGED_PROFILE", "ClangProfile", "clang_object_used_profile",
     "GccProfile", "gcda_name",
     "OverlapReport", "overlap", "Relocation",
-    "SEAL", "raw_digest", "require_sealed", "seal", "sealed_digest",
+    "SEAL", "holds_sealed", "raw_digest", "require_sealed", "seal", "sealed_digest",
 ]

@@ -33,6 +33,12 @@ def seal(profile_dir: Path, tool: ProfileTool) -> str:
     return digest
 
 
+def holds_sealed(profile_dir: Path, tool: ProfileTool, sealed: str | None) -> bool:
+    """Whether the folder holds what a merge recorded as `sealed` (its record's digest, which the
+    merge also wrote into the folder): nothing written since. No recorded seal holds nothing."""
+    return sealed is not None and raw_digest(profile_dir, tool) == sealed
+
+
 def require_sealed(profile_dir: Path, tool: ProfileTool) -> None:
     """Refuse a profile that received counters after its merge (a server of an earlier, killed run
     kept writing). A folder merged before seals existed is sealed as it is now."""
@@ -40,7 +46,7 @@ def require_sealed(profile_dir: Path, tool: ProfileTool) -> None:
     if not path.exists():
         seal(profile_dir, tool)
         return
-    if path.read_text().strip() != raw_digest(profile_dir, tool):
+    if not holds_sealed(profile_dir, tool, path.read_text().strip()):
         raise PgolabError(f"counters were written to {profile_dir} after its profile was merged",
                           hint="a server of an earlier run kept writing; the training is repeated when you "
                                "run the same command again")

@@ -27,7 +27,7 @@ from pathlib import Path
 from .. import profile_file
 from ..errors import PgolabError
 from ..phases import Phase, Reporter
-from ..profiles import files_digest, raw_digest, seal
+from ..profiles import files_digest, holds_sealed, seal
 from ..profiles.bolt import BoltProfile, fdata_total, function_to_skip, option_to_add, parse_stats
 from ..runner import CommandResult, Runner
 from ..sources import file_digest
@@ -104,7 +104,7 @@ def keep_bolt_profile(ctx: BoltContext, merged: dict) -> str | None:
 
 def as_merged(profile_dir: Path, tool: BoltProfile, merged: dict) -> bool:
     """Whether BOLT's profile folder holds what its merge (`merged`: its record) sealed: nothing written since."""
-    return merged.get("sealed") == raw_digest(profile_dir, tool)
+    return holds_sealed(profile_dir, tool, merged.get("sealed"))
 
 
 def bolt_profile_of(build_dir: Path, merged: dict, out: Path) -> profile_file.ProfileIdentity | None:
