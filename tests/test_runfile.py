@@ -205,6 +205,18 @@ def test_a_run_file_says_which_profiles_it_lacks_and_carries_a_profile_a_target_
     imported = {"profile-import": {"file": str(given)}}
     runfile._carry(record("rel_pgo_use_bolt", "rel_pgo_use_bolt", profile=imported), out, found, "pg:b", left_out)
     assert found == {"pg:rel_pgo_use": base64_of(given)} and left_out == []
+    # Another training of the same build, read by another target: the first stays, the second is named.
+    other = tmp_path / "other.profile.tar.gz"
+    (tmp_path / "p.gcda").write_bytes(b"other counts")
+    profile_file.write(other, [tmp_path / "p.gcda"], made_by="m", server="postgresql", source_digest="ab" * 32,
+                       instrumented_variant="rel_pgo_gen", compiler={"gcc": "12.2.0"}, training="mix (10s)",
+                       training_digest="22" * 8, trained_build="rel_pgo_use", source_version="15.18")
+    runfile._carry(record("rel_pgo_use_bolt", "c", profile={"profile-import": {"file": str(other)}}), out, found,
+                   "pg:c", left_out)
+    assert found == {"pg:rel_pgo_use": base64_of(given)} and left_out == [
+        "pg:c: the profile pg:rel_pgo_use it compiled with is another than the one of that name already in the "
+        "file (two trainings of one build): give its build there its own profile file (pgolab build ... --profile FILE)"]
+    left_out.clear()
     given.unlink()
     runfile._carry(record("rel_pgo_use", "x", profile=imported), out, found, "x", left_out)
     assert left_out == [f"x: compiled from {given}, which is no longer there: give that file"] and "x" not in found

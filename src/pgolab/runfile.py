@@ -113,6 +113,15 @@ def _one_line(exc: PgolabError) -> str:
     return f"{exc.message}: {exc.hint}" if exc.hint else exc.message
 
 
+def _put(found: dict[str, str], name: str, data: str, label: str, left_out: list[str]) -> None:
+    """A profile into the file under `name`, unless another target put a different one there (two
+    trainings of one build: the first stays, and the file says which target's profile it lacks)."""
+    if found.setdefault(name, data) != data:
+        left_out.append(f"{label}: the profile {name} it compiled with is another than the one of that name "
+                        "already in the file (two trainings of one build): give its build there its own "
+                        "profile file (pgolab build ... --profile FILE)")
+
+
 def _carry(record: BuildRecord, out: Path, found: dict[str, str], label: str, left_out: list[str]) -> None:
     """One target's profiles into `found`, what is missing into `left_out`."""
     variant = parse_variant(record.variant)
@@ -125,8 +134,8 @@ def _carry(record: BuildRecord, out: Path, found: dict[str, str], label: str, le
     if variant.reads_profile and read_from is not None:
         # Compiled from a file (its own, or its twin's): that file, which names its training.
         if Path(read_from).is_file():
-            found[named(profile_file.read_identity(Path(read_from)).trained_build or record.label)] = \
-                _encoded(Path(read_from))
+            _put(found, named(profile_file.read_identity(Path(read_from)).trained_build or record.label),
+                 _encoded(Path(read_from)), label, left_out)
         else:
             left_out.append(f"{label}: compiled from {read_from}, which is no longer there: give that file")
     elif variant.reads_profile:
@@ -136,10 +145,10 @@ def _carry(record: BuildRecord, out: Path, found: dict[str, str], label: str, le
             left_out.append(f"{label}: the profile it compiled with: {_one_line(exc)}")
         else:
             # (A twin that is a target too gives the same file's name: one file of one training.)
-            found[named(identity.trained_build)] = _encoded(out)
+            _put(found, named(identity.trained_build), _encoded(out), label, left_out)
     merged = (record.bolt or {}).get("bolt-merge")
     if merged and bolt_profile_of(record.dir, merged, out) is not None:
-        found[f"{label}{BOLT_SUFFIX}"] = _encoded(out)
+        _put(found, f"{label}{BOLT_SUFFIX}", _encoded(out), label, left_out)
     elif merged:
         where = record.dir / "final" / "bolt"
         left_out.append(f"{label}: its BOLT profile, " + (
