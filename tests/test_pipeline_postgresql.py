@@ -198,6 +198,8 @@ def test_gcc_pipeline_survives_sigkill_in_every_phase_and_uses_its_profile(pg_tr
     assert imported["training"] == f"mix (imported from {kept.name})"
     assert imported["training_digest"] is None, "a profile from a file is no training of this build's"
     assert imported["profile"]["profile-import"]["training_digest"] == parse_train("mix", TRAIN_SECONDS).digest()
+    assert imported["profile"]["profile-import"]["file_digest"] == sources.file_digest(chosen), \
+        "a file of that name written over later is told from the one this build read"
     assert imported["code_bytes"] == record["code_bytes"], "built from the exported profile, other code"
     assert imported["profile"]["check-profile"]["with_profile"] == record["profile"]["check-profile"]["with_profile"]
     # postgres records its compile flags, which name the profile's folder: pgolab has it record a

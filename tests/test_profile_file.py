@@ -254,6 +254,11 @@ def test_a_finished_bolt_build_s_profile_is_written_from_what_its_merge_recorded
     out.unlink()
     assert bolt_profile_of(build, imported, tmp_path / "again.tgz").made_by.startswith(
         f"{written.made_by}, passed on by a machine on ")
+    # What the instrumentation asked for, cut short (a kill mid-write, before writes were atomic): said.
+    (build / "final" / "bolt" / "adjustments.json").write_text('{"skipped_functions": ["g"')
+    with pytest.raises(PgolabError, match="adjustments.json is not what pgolab wrote") as cut:
+        bolt_profile_of(build, merged, tmp_path / "cut.tgz")
+    assert cut.value.hint.startswith(f"remove the build's folder {build} and build it again")
     (profile / "prof.77.fdata").write_text("counts written after the merge\n")
     assert bolt_profile_of(build, merged, tmp_path / "stale.tgz") is None
     assert not (tmp_path / "none.tgz").exists() and not (tmp_path / "stale.tgz").exists()

@@ -174,7 +174,23 @@ def test_the_profiles_a_run_file_brings_are_a_folder_of_profiles(tmp_path, monke
     expected = profile_file.expected_identity("postgresql", "ab" * 32, "rel_pgo_gen_clang", {"clang": "16"},
                                               training_digest="11" * 8, trained_build="b")
     assert profile_file.find(path.parent, expected).path == path
-    assert profile_file.read_identity(path) == identity
+    assert profile_file.read_identity(path) == identity and path.name == profile_file.file_name(identity)
+    assert got.bolt_profiles == [] and [p.name for p in path.parent.iterdir()] == [path.name]
+    # Another training of the same build, in a later file: beside the first, not over it.
+    (trained / "default.profdata").write_bytes(b"other counts")
+    profile_file.write(tmp_path / "q.tgz", [trained / "default.profdata"], made_by="b's training",
+                       server="postgresql", source_digest="ab" * 32, instrumented_variant="rel_pgo_gen_clang",
+                       compiler={"clang": "16"}, source_version="15.18", training="mix (150s)",
+                       training_digest="22" * 8, trained_build="b")
+    content["profiles"] = {"b": base64.b64encode((tmp_path / "q.tgz").read_bytes()).decode()}
+    (second,) = runfile.import_content(Store(tmp_path / "second.sqlite"), content).profiles
+    assert second != path and sorted(path.parent.iterdir()) == sorted([path, second])
+    # A run name that is not a name (a path) is refused before anything is written.
+    content["run"]["name"] = "../elsewhere"
+    third = Store(tmp_path / "third.sqlite")
+    with pytest.raises(PgolabError, match="names its run '../elsewhere', which is not a name"):
+        runfile.import_content(third, content)
+    assert not (tmp_path / "home" / "elsewhere").exists() and third.runs() == []
 
 
 def test_a_run_file_says_which_profiles_it_lacks_and_carries_a_profile_a_target_was_compiled_from(tmp_path):
@@ -183,6 +199,8 @@ def test_a_run_file_says_which_profiles_it_lacks_and_carries_a_profile_a_target_
     carries its twin replicate's profile, written as the twin's own export would be and named after the
     twin in the target's tree, but only while the twin's folder holds what was sealed; a file gone, a
     retrained twin and a BOLT profile not here are named, with what to do."""
+    import base64
+
     from pgolab import profile_file
     from pgolab.profiles import GccProfile, raw_digest
     from pgolab.record import BuildRecord, SourceInfo
@@ -200,26 +218,37 @@ def test_a_run_file_says_which_profiles_it_lacks_and_carries_a_profile_a_target_
     profile_file.write(given, [tmp_path / "p.gcda"], made_by="m", server="postgresql", source_digest="ab" * 32,
                        instrumented_variant="rel_pgo_gen", compiler={"gcc": "12.2.0"}, training="mix (10s)",
                        training_digest="11" * 8, trained_build="rel_pgo_use", source_version="15.18")
-    found, left_out = {}, []
-    out = tmp_path / "out.tgz"
+    carried = runfile.Carried()
     imported = {"profile-import": {"file": str(given)}}
-    runfile._carry(record("rel_pgo_use_bolt", "rel_pgo_use_bolt", profile=imported), out, found, "pg:b", left_out)
-    assert found == {"pg:rel_pgo_use": base64_of(given)} and left_out == []
-    # Another training of the same build, read by another target: the first stays, the second is named.
+    runfile._carry(record("rel_pgo_use_bolt", "rel_pgo_use_bolt", profile=imported), carried, "pg:b")
+    assert carried.files == {"pg:rel_pgo_use": base64_of(given)} and carried.left_out == []
+    # The same training read by another target: one file. Another training of the same build, read by
+    # a third target: the first stays, the third is named.
+    runfile._carry(record("rel_pgo_use", "rel_pgo_use", profile=imported), carried, "pg:rel_pgo_use")
     other = tmp_path / "other.profile.tar.gz"
     (tmp_path / "p.gcda").write_bytes(b"other counts")
     profile_file.write(other, [tmp_path / "p.gcda"], made_by="m", server="postgresql", source_digest="ab" * 32,
                        instrumented_variant="rel_pgo_gen", compiler={"gcc": "12.2.0"}, training="mix (10s)",
                        training_digest="22" * 8, trained_build="rel_pgo_use", source_version="15.18")
-    runfile._carry(record("rel_pgo_use_bolt", "c", profile={"profile-import": {"file": str(other)}}), out, found,
-                   "pg:c", left_out)
-    assert found == {"pg:rel_pgo_use": base64_of(given)} and left_out == [
-        "pg:c: the profile pg:rel_pgo_use it compiled with is another than the one of that name already in the "
-        "file (two trainings of one build): give its build there its own profile file (pgolab build ... --profile FILE)"]
-    left_out.clear()
+    runfile._carry(record("rel_pgo_use_bolt", "c", profile={"profile-import": {"file": str(other)}}), carried, "pg:c")
+    assert carried.files == {"pg:rel_pgo_use": base64_of(given)} and carried.left_out == [
+        "pg:c: the profile pg:rel_pgo_use it compiled with is another training than the one of that name already in "
+        "the file: give its build there its own file (pgolab build ... --profile FILE)"]
+    # A file written over since the build read it, a file gone, a file of a training no --profiles folder
+    # gives this build (another build's): each named, with what to do.
+    recorded = {"profile-import": {"file": str(other), "file_digest": "0" * 64}}
+    runfile._carry(record("rel_pgo_use", "d", profile=recorded), carried := runfile.Carried(), "d")
+    assert carried.files == {} and carried.left_out == [
+        f"d: compiled from {other}, which holds another profile since: give its build there the file it was "
+        "compiled from (pgolab build ... --profile FILE)"]
+    runfile._carry(record("rel_pgo_use", "mine", profile=imported), carried := runfile.Carried(), "mine")
+    assert list(carried.files) == ["rel_pgo_use"] and carried.left_out == [
+        "mine: compiled from given.profile.tar.gz, a profile of rel_pgo_use's training, which a --profiles folder "
+        "does not give this build: give it to its build there with pgolab build ... --profile FILE"]
     given.unlink()
-    runfile._carry(record("rel_pgo_use", "x", profile=imported), out, found, "x", left_out)
-    assert left_out == [f"x: compiled from {given}, which is no longer there: give that file"] and "x" not in found
+    runfile._carry(record("rel_pgo_use", "x", profile=imported), carried := runfile.Carried(), "x")
+    assert carried.left_out == [f"x: compiled from {given}, which is no longer there: give its build there the file "
+                                "it was compiled from (pgolab build ... --profile FILE)"] and carried.files == {}
     # A replicate's twin is the same replicate of the twin variant, in the folder beside it; a labelled
     # build's twin is named after the label.
     twin_profile = tmp_path / "builds" / "rel_pgo_use+r2" / "profile"
@@ -229,21 +258,42 @@ def test_a_run_file_says_which_profiles_it_lacks_and_carries_a_profile_a_target_
     bolted = record("rel_pgo_use_bolt", "rel_pgo_use_bolt+r2", profile=sealed, bolt={"bolt-merge": {"sealed": "s"}})
     assert profile_file.profile_owners(bolted) == ["rel_pgo_use+r2", "rel_pgo_use_bolt-rel_pgo_use+r2"]
     assert profile_file.profile_owners(record("rel_pgo_use_bolt", "mine+r2")) == ["mine-rel_pgo_use+r2"]
-    runfile._carry(bolted, out, found, f"pg:{bolted.label}", left_out)
-    assert f"pg:{bolted.label}: its BOLT profile, not on this machine" in left_out[-1]
-    identity = profile_file.read_identity(out)
+    runfile._carry(bolted, carried := runfile.Carried(), f"pg:{bolted.label}")
+    assert carried.left_out == [f"pg:{bolted.label}: its BOLT profile, not on this machine "
+                                f"({tmp_path}/builds/{bolted.label}/final/bolt is missing): export the run on the machine "
+                                "that built it, or BOLT trains again there, into another binary"]
+    (out,) = [base64.b64decode(carried.files["pg:rel_pgo_use+r2"])]
+    (tmp_path / "carried.tgz").write_bytes(out)
+    identity = profile_file.read_identity(tmp_path / "carried.tgz")
     assert (identity.trained_build, identity.instrumented_variant, identity.training_digest) == \
         ("rel_pgo_use+r2", "rel_pgo_gen", "11" * 8)
     assert identity.made_by.startswith("rel_pgo_use+r2's training, read by rel_pgo_use_bolt+r2 on ")
-    assert found["pg:rel_pgo_use+r2"] == base64_of(out)
+    # The twin a target too: its own export of that training differs in bytes (who made it), not in profile.
+    runfile._carry(record("rel_pgo_use", "rel_pgo_use+r2", profile=sealed), carried, "pg:rel_pgo_use+r2")
+    assert list(carried.files) == ["pg:rel_pgo_use+r2"] and len(carried.left_out) == 1, carried.left_out
     # Trained again since: the folder no longer holds what the build compiled with.
     (twin_profile / "src#main.gcda").write_bytes(b"another training")
-    runfile._carry(bolted, out, found := {}, bolted.label, left_out)
-    assert found == {} and left_out[-2].startswith(
-        "rel_pgo_use_bolt+r2: the profile it compiled with: rel_pgo_use_bolt+r2: the profile it compiled with is "
-        "no longer in ") and left_out[-2].endswith("(trained again since): build rel_pgo_use_bolt+r2 again, then export")
-    runfile._carry(record("rel_pgo_use", "old", training_digest=None), out, found, "old", left_out)
-    assert left_out[-1].startswith("old: the profile it compiled with: old records no training of its own")
+    runfile._carry(bolted, carried := runfile.Carried(), bolted.label)
+    assert carried.files == {} and carried.left_out[0].startswith(
+        "rel_pgo_use_bolt+r2: the profile it compiled with is no longer in ") and \
+        carried.left_out[0].endswith("(trained again since): no file makes that binary again: build it anew (pgolab "
+                                     "build SOURCE --variant rel_pgo_use_bolt, or the matrix's command) and export that")
+    runfile._carry(record("rel_pgo_use", "old", training_digest=None), carried := runfile.Carried(), "old")
+    assert carried.left_out == ["old: old records no training of its own (compiled from a profile file, or built "
+                                "before pgolab recorded its training's digest): give the file it was compiled from, "
+                                "or build it again: pgolab build SOURCE --variant rel_pgo_use"]
+    # A damaged BOLT record leaves out that profile alone, named: the compile profile still travels.
+    from pgolab.profiles.bolt import BoltProfile
+    bolt_dir = tmp_path / "builds" / "rel_pgo_use_bolt+r2" / "final" / "bolt" / "profile"
+    bolt_dir.mkdir(parents=True)
+    (bolt_dir / "merged.fdata").write_text("counts")
+    (twin_profile / "src#main.gcda").write_bytes(b"counts")
+    merged = {"sealed": raw_digest(bolt_dir, BoltProfile("llvm-bolt", "merge-fdata")), "profile_identity": {"format": 99}}
+    runfile._carry(record("rel_pgo_use_bolt", "rel_pgo_use_bolt+r2", profile=sealed, bolt={"bolt-merge": merged}),
+                   carried := runfile.Carried(), "b")
+    assert list(carried.files) == ["rel_pgo_use+r2"] and carried.left_out == [
+        f"b: {bolt_dir.parent.parent.parent}'s BOLT merge record is a profile file of format 99; this pgolab reads up "
+        f"to {profile_file.FORMAT}: upgrade pgolab, or export the profile again with this one"]
 
 
 def base64_of(path):

@@ -912,18 +912,16 @@ def import_cmd(
 ) -> None:
     """Bring an exported run into the store: the run if it is new, else the samples it lacks. Run the
     run's own command to continue it (a cost-only run continues on any host)."""
-    from . import profile_file
-    from .runfile import BOLT_SUFFIX, import_run
+    from .runfile import import_run
     from .store import Store
     got = import_run(Store(store_path), run_file)
     console.print(f"run {got.run}: {got.samples_added} of {got.samples_in_file} samples added")
     for path in got.profiles:
-        if path.name.endswith(f"{BOLT_SUFFIX}{profile_file.SUFFIX}"):
-            console.print(f"BOLT profile: {path} (read through --profiles only)")
-        else:
-            console.print(f"profile: {path} (pgolab build SOURCE --variant V --profile {path})")
-    if got.profiles:
-        console.print(f"give the run's matrix or search command --profiles {got.profiles[0].parent}: its PGO "
+        console.print(f"profile: {path} (pgolab build SOURCE --variant V --profile {path})")
+    for path in got.bolt_profiles:
+        console.print(f"BOLT profile: {path} (read through --profiles only)")
+    if every := got.profiles + got.bolt_profiles:
+        console.print(f"give the run's matrix or search command --profiles {every[0].parent}: its PGO "
                       "builds compile from these files, and its _bolt builds are laid out from BOLT's")
     for missing in got.left_out:
         console.print(f"not in the file: {missing}")

@@ -203,7 +203,8 @@ def export_compiled_with(record: BuildRecord, out: Path) -> ProfileIdentity:
                           folder, out, trained_build=name)
     raise PgolabError(f"{record.label}: the profile it compiled with is no longer in "
                       f"{' or '.join(str(record.dir.parent / n / 'profile') for n in profile_owners(record))} "
-                      "(trained again since)", hint=f"build {record.label} again, then export")
+                      "(trained again since)", hint=f"no file makes that binary again: build it anew (pgolab build "
+                                                   f"SOURCE --variant {variant.name}, or the matrix's command) and export that")
 
 
 def export(record: BuildRecord, instrumented_variant: str, tool: ProfileTool, profile_dir: Path,

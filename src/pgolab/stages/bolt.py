@@ -78,11 +78,18 @@ class Adjustments:
         return {"skipped_functions": self.skipped, "added_options": self.options}
 
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps(self.record()))
+        partial = path.with_name(path.name + ".partial")     # (a kill mid-write leaves the last whole one)
+        partial.write_text(json.dumps(self.record()))
+        partial.replace(path)
 
     @classmethod
     def load(cls, path: Path) -> "Adjustments":
-        data = json.loads(path.read_text()) if path.exists() else {}
+        try:
+            data = json.loads(path.read_text()) if path.exists() else {}
+        except ValueError as exc:
+            raise PgolabError(f"{path} is not what pgolab wrote: {exc}",
+                              hint=f"remove the build's folder {path.parents[2]} and build it again (BOLT "
+                                   "instruments and trains anew)") from None
         return cls(list(data.get("skipped_functions", [])), list(data.get("added_options", [])))
 
 

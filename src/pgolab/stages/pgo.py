@@ -161,7 +161,9 @@ def import_profile(ctx: PgoContext) -> dict:
                               ctx.compile.build_dir)
     if moved.moves:
         ctx.reporter.message(f"profile names: {moved.describe()}")
-    return {"file": str(ctx.profile_file.absolute()), "training": identity.training, "made_by": identity.made_by,
+    # The file's digest: a file of that name written since (another import) is not what this compiled with.
+    return {"file": str(ctx.profile_file.absolute()), "file_digest": file_digest(ctx.profile_file),
+            "training": identity.training, "made_by": identity.made_by,
             "training_digest": identity.training_digest, "trained_build": identity.trained_build,
             "files": identity.files, "relocation": moved.as_dict(),
             **function_order(ctx, ctx.runner(PROFILE_IMPORT)), "sealed": seal(ctx.profile_dir, ctx.tool),
