@@ -176,6 +176,8 @@ def test_the_profiles_a_run_file_brings_are_a_folder_of_profiles(tmp_path, monke
     assert profile_file.find(path.parent, expected).path == path
     assert profile_file.read_identity(path) == identity and path.name == profile_file.file_name(identity)
     assert got.bolt_profiles == [] and [p.name for p in path.parent.iterdir()] == [path.name]
+    from dataclasses import replace
+    assert "/" not in profile_file.file_name(replace(identity, trained_build="../../x")), "a name stays in its folder"
     # Another training of the same build, in a later file: beside the first, not over it.
     (trained / "default.profdata").write_bytes(b"other counts")
     profile_file.write(tmp_path / "q.tgz", [trained / "default.profdata"], made_by="b's training",

@@ -102,8 +102,9 @@ def expected_identity(server: str, source_digest: str, instrumented_variant: str
 def file_name(identity: ProfileIdentity) -> str:
     """A profile file's name in a folder of them (find): the build whose training it is, and its own
     digest (find reads the identity, not the name)."""
-    return (f"{identity.server}-{identity.source_version}-{identity.trained_build or identity.instrumented_variant}-"
+    name = (f"{identity.server}-{identity.source_version}-{identity.trained_build or identity.instrumented_variant}-"
             f"{identity.profile_digest[:12]}{SUFFIX}")
+    return name.replace("/", "_")     # (a name from a file another machine wrote stays in its folder)
 
 
 @dataclass(frozen=True)
