@@ -17,7 +17,7 @@ from dataclasses import replace
 from . import bench, profiles
 from .build import BuildRequest, Pipeline, Reporter
 from .errors import PgolabError
-from .record import BinaryInfo, BuildRecord
+from .record import RECORD_FILE, BinaryInfo, BuildRecord
 from .runner import Runner
 from .stages.pgo import PROFILE_READY
 from .store import Store
@@ -81,7 +81,9 @@ def profile_check(request: BuildRequest, reporter: Reporter | None = None, *, su
                               tool_overlap=tool.overlap_figure(pipeline.profile_dir, bench_dir, runner))
     result = {"training": request.train.label, "benchmark": what, **report.as_dict()}
     pipeline.layout.profile_check.write_text(json.dumps(result, indent=2))
-    record = BuildRecord.load(pipeline.dir)     # build.json states the figure from now on
-    record.profile_check = result
-    record.save()
+    # build.json states the figure from now on; a build not finished yet reads profile-check.json when it is.
+    if (pipeline.dir / RECORD_FILE).exists():
+        record = BuildRecord.load(pipeline.dir)
+        record.profile_check = result
+        record.save()
     return report
