@@ -47,6 +47,7 @@ PACKAGES=(
   mariadb-plugin-rocksdb   # MyRocks for Debian's mariadbd (bench --engine rocksdb)
   postgresql-15 postgresql-client-15
   valgrind procps xz-utils
+  sqlite3   # the proofs' run.sh files read their stores with it (docs/results/*/run.sh)
   # pgolab package: a tarball's rpath; the .deb's throwaway Debian root in the tests (and iproute2's
   # ip, which brings its network namespace's loopback up)
   patchelf mmdebstrap iproute2

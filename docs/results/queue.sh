@@ -15,8 +15,8 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 export PGOLAB_HOME=${PGOLAB_HOME:-/var/cache/pgolab}
 CODE=$PGOLAB_HOME/proof-code
 PROOFS=$PGOLAB_HOME/proofs
-# The open pieces, each sized to one 3-hour session on a new machine, in this order: the PostgreSQL
-# and MariaDB matrices in shards (issue 30); then issue 35's two proofs left, the MariaDB layout axes
+# The open pieces, each sized to one 3-hour session on a new machine, in this order: the MariaDB
+# matrix in shards (issue 30); then issue 35's two proofs left, the MariaDB layout axes
 # and the `pgolab best` search on MariaDB (PostgreSQL's finished on 2026-12-05) (a search goes on from its last finished
 # round on another machine given the committed store, where that machine can measure the same
 # candidates and the source tree is the same; an unfinished round starts again there, its PGO builds
@@ -29,15 +29,14 @@ PROOFS=$PGOLAB_HOME/proofs
 # A piece that needs a CPU without AVX-512 (the -march=native builds' cost) says so and is passed over;
 # the MariaDB one is two halves of four builds, each its own file.
 # FOLDER@STEPS runs only those steps of a folder's run.sh (PROOF_STEPS).
-ORDER=(postgresql-15-matrix-shards@{1..6} postgresql-15-matrix-shards@native postgresql-15-matrix-shards@merge
-       mariadb-10.11-matrix@{1..7} mariadb-10.11-matrix@native mariadb-10.11-matrix@merge
+# The PostgreSQL matrix (postgresql-15-matrix-shards) is finished (2026-12-02) and left out.
+ORDER=(mariadb-10.11-matrix@{1..7} mariadb-10.11-matrix@native mariadb-10.11-matrix@merge
        mariadb-10.11-layout mariadb-10.11-best
        mysql-9.7-table@{1..15} mysql-9.7-table@merge mysql-9.7-training)
 # A CPU without AVX-512 is rare here (every machine until 2026-11-29 had it; 2026-12-01's had not):
-# on one, the pieces only it can run come first, the PostgreSQL one followed by its merge.
+# on one, the piece only it can run comes first (MariaDB's -march=native builds' cost).
 if ! grep -qw avx512f /proc/cpuinfo; then
-  ORDER=(postgresql-15-matrix-shards@native postgresql-15-matrix-shards@merge mariadb-10.11-matrix@native
-         "${ORDER[@]}")
+  ORDER=(mariadb-10.11-matrix@native "${ORDER[@]}")
 fi
 # Entries named on the command line run (or, after --collect, are collected) instead, in that order:
 # a proof that fits one session, such as mariadb-10.11-bolt, is run by name and left out of ORDER, so
