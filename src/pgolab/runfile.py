@@ -215,9 +215,10 @@ def import_content(store: Store, content: dict) -> Imported:
     if content.get("profiles"):
         folder = paths.home() / "profiles" / name
         folder.mkdir(parents=True, exist_ok=True)
-        for label, data in content["profiles"].items():
-            # Read before it is named: a half-written file is never one a --profiles folder holds.
-            partial = folder / f".importing.{os.getpid()}{profile_file.SUFFIX}"
+        for data in content["profiles"].values():
+            # Read before it is named: a half-written file is never one a --profiles folder holds (nor
+            # globs: no profile file's suffix until then).
+            partial = folder / f".{os.getpid()}.importing"
             partial.write_bytes(base64.b64decode(data))
             try:
                 identity = profile_file.read_identity(partial)
