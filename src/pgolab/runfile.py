@@ -136,8 +136,8 @@ def _carry(record: BuildRecord, carried: Carried, label: str) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 part(record, Path(tmp) / "profile.tgz", carried, label)
-            except PgolabError as exc:
-                carried.lack(label, _one_line(exc))
+            except PgolabError as exc:     # (a message naming the build already: its name once)
+                carried.lack(label, _one_line(exc).removeprefix(f"{record.label}: "))
             except OSError as exc:
                 carried.lack(label, f"a profile could not be read: {exc}")
 
@@ -155,13 +155,9 @@ def _carry_compiled_with(record: BuildRecord, out: Path, carried: Carried, label
         """A profile's name in the file: the build whose training it is, in the target's tree."""
         return labels.in_tree(tree, build) if tree else build
     if imported.get("file") is None:
-        try:
-            identity = profile_file.export_compiled_with(record, out)
-        except PgolabError as exc:
-            carried.lack(label, _one_line(exc).removeprefix(f"{record.label}: "))
-        else:
-            # (A twin that is a target too gives the same training's name: one file of one training.)
-            carried.put(named(identity.trained_build), identity, out, label)
+        identity = profile_file.export_compiled_with(record, out)
+        # (A twin that is a target too gives the same training's name: one file of one training.)
+        carried.put(named(identity.trained_build), identity, out, label)
         return
     # Compiled from a file (its own, or its twin's): that file, which names its training.
     read_from, recorded = Path(imported["file"]), imported.get("file_digest")    # (none: built before it was)
